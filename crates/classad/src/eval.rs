@@ -1,0 +1,888 @@
+//! Evaluation: scopes, attribute resolution and the operators.
+//!
+//! Scopes follow the reference library. Every ad in play during one
+//! evaluation is a *frame* (the ad and its lexical parent). A bare name is
+//! looked up in the current frame, then its parents up to the root; the
+//! special names `self`, `parent`, `root`/`toplevel` (and, in HTCondor's
+//! default mode, `MY` and `CurrentTime`) are resolved where the first lookup
+//! fails. In a match, MY and TARGET sit under a synthesized match ad with
+//! context ads binding `MY`/`TARGET`/`OTHER`; in HTCondor's default mode a
+//! bare name missing from one side is looked up in the other.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::ad::ClassAd;
+use crate::ast::{BinOp, Expr, UnOp};
+use crate::name::{well_known as wk, Name, Sym};
+use crate::time::{self, TzFn};
+use crate::value::{AbsTime, Str, Value};
+
+pub(crate) type FrameId = u32;
+
+/// The reference library's limit on nested attribute evaluation.
+const MAX_ATTR_DEPTH: u32 = 1000;
+
+/// Evaluation options. The clock, the time zone and the random seed are
+/// inputs: the evaluator never reads them from the system.
+#[derive(Clone, Copy)]
+pub struct EvalOptions {
+    /// STRICT_CLASSAD_EVALUATION: no TARGET fallback, `MY` and
+    /// `CurrentTime` are ordinary names.
+    pub strict: bool,
+    /// "Now", in seconds since the epoch (for `time()`, `CurrentTime`, ...).
+    pub now: f64,
+    /// The local time zone.
+    pub tz: TzFn,
+    /// Seed of `random()`.
+    pub seed: u64,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions { strict: false, now: 0.0, tz: time::utc_zone, seed: 0x5eed }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Plain,
+    /// The synthesized match ad; `LEFT`, `RIGHT`, `lCtx`, `rCtx` resolve to
+    /// the frames below.
+    MatchRoot,
+}
+
+pub(crate) struct Frame {
+    ad: ClassAd,
+    parent: Option<FrameId>,
+    /// HTCondor's alternate scope: the other side of a match.
+    alt: Option<FrameId>,
+    kind: FrameKind,
+}
+
+/// A value during evaluation: like [`Value`], but lists and ads remember
+/// the scope they live in.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Undefined,
+    Error,
+    Bool(bool),
+    Int(i64),
+    Real(f64),
+    Str(Str),
+    Abs(AbsTime),
+    Rel(f64),
+    List(Arc<Vec<Expr>>, Option<FrameId>),
+    Ad(FrameId),
+}
+
+impl Val {
+    pub(crate) fn str(s: impl AsRef<[u8]>) -> Val {
+        Val::Str(Arc::from(s.as_ref()))
+    }
+    pub(crate) fn is_undef(&self) -> bool {
+        matches!(self, Val::Undefined)
+    }
+    pub(crate) fn is_err(&self) -> bool {
+        matches!(self, Val::Error)
+    }
+}
+
+enum Found<'e> {
+    Expr(&'e Expr, FrameId),
+    Val(Val),
+    Undef,
+    Fail,
+}
+
+fn match_ads() -> &'static (ClassAd, ClassAd, ClassAd) {
+    static ADS: OnceLock<(ClassAd, ClassAd, ClassAd)> = OnceLock::new();
+    ADS.get_or_init(|| {
+        let p = |s: &str| crate::parser::parse_ad(s).unwrap_or_default();
+        (
+            p("[symmetricMatch = RIGHT.requirements && LEFT.requirements; \
+               leftMatchesRight = RIGHT.requirements; rightMatchesLeft = LEFT.requirements; \
+               leftRankValue = LEFT.rank; rightRankValue = RIGHT.rank]"),
+            p("[other = .RIGHT; target = .RIGHT; my = .LEFT; ad = .LEFT]"),
+            p("[other = .LEFT; target = .LEFT; my = .RIGHT; ad = .RIGHT]"),
+        )
+    })
+}
+
+const ROOT: FrameId = 0;
+const LCTX: FrameId = 1;
+const RCTX: FrameId = 2;
+const LEFT: FrameId = 3;
+const RIGHT: FrameId = 4;
+
+/// Evaluates expressions. Reusable: buffers are kept between evaluations.
+pub struct Evaluator {
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) root: Option<FrameId>,
+    pub(crate) in_progress: Vec<usize>,
+    attr_depth: u32,
+    pub(crate) failed: bool,
+    pub(crate) matching: bool,
+    pub(crate) opts: EvalOptions,
+    rng: u64,
+}
+
+impl Default for Evaluator {
+    fn default() -> Self {
+        Evaluator::new(EvalOptions::default())
+    }
+}
+
+impl Evaluator {
+    pub fn new(opts: EvalOptions) -> Evaluator {
+        Evaluator {
+            frames: Vec::new(),
+            root: None,
+            in_progress: Vec::new(),
+            attr_depth: 0,
+            failed: false,
+            matching: false,
+            opts,
+            rng: opts.seed | 1,
+        }
+    }
+
+    pub fn options(&self) -> &EvalOptions {
+        &self.opts
+    }
+
+    pub fn set_options(&mut self, opts: EvalOptions) {
+        self.opts = opts;
+    }
+
+    fn reset(&mut self) {
+        self.frames.clear();
+        self.in_progress.clear();
+        self.attr_depth = 0;
+        self.failed = false;
+        self.matching = false;
+        self.root = None;
+    }
+
+    fn push_frame(&mut self, ad: ClassAd, parent: Option<FrameId>) -> FrameId {
+        self.frames.push(Frame { ad, parent, alt: None, kind: FrameKind::Plain });
+        (self.frames.len() - 1) as FrameId
+    }
+
+    /// Sets up the scopes: none, MY only, or a match of MY and TARGET.
+    /// Returns the frame expressions are evaluated in.
+    fn setup(&mut self, my: Option<&ClassAd>, target: Option<&ClassAd>) -> Option<FrameId> {
+        self.reset();
+        match (my, target) {
+            (None, _) => None,
+            (Some(m), None) => {
+                let f = self.push_frame(m.clone(), None);
+                self.root = Some(f);
+                Some(f)
+            }
+            (Some(m), Some(t)) => {
+                let (root, lctx, rctx) = match_ads();
+                self.frames.push(Frame { ad: root.clone(), parent: None, alt: None, kind: FrameKind::MatchRoot });
+                self.push_frame(lctx.clone(), Some(ROOT));
+                self.push_frame(rctx.clone(), Some(ROOT));
+                self.push_frame(m.clone(), Some(LCTX));
+                self.push_frame(t.clone(), Some(RCTX));
+                self.frames[LEFT as usize].alt = Some(RIGHT);
+                self.frames[RIGHT as usize].alt = Some(LEFT);
+                self.root = Some(ROOT);
+                self.matching = true;
+                Some(LEFT)
+            }
+        }
+    }
+
+    /// Evaluates `expr` with `my` as its scope and, if given, `target` as
+    /// the other side of a match.
+    pub fn eval(&mut self, expr: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>) -> Value {
+        let cur = self.setup(my, target);
+        let v = self.eval_in(expr, cur);
+        self.finish(v)
+    }
+
+    /// Evaluates attribute `name` of `my` (UNDEFINED if absent), with
+    /// `target` as the other side of a match if given.
+    pub fn eval_attr(&mut self, name: &str, my: &ClassAd, target: Option<&ClassAd>) -> Value {
+        self.eval_sym(crate::name::intern(name), my, target)
+    }
+
+    pub(crate) fn eval_sym(&mut self, sym: Sym, my: &ClassAd, target: Option<&ClassAd>) -> Value {
+        let cur = self.setup(Some(my), target);
+        let v = match my.lookup_sym(sym) {
+            Some(e) => self.eval_found(e, cur.unwrap_or(ROOT)),
+            None => Val::Undefined,
+        };
+        self.finish(v)
+    }
+
+    fn finish(&mut self, v: Val) -> Value {
+        if self.failed {
+            return Value::Error;
+        }
+        self.to_value(v)
+    }
+
+    pub(crate) fn to_value(&self, v: Val) -> Value {
+        match v {
+            Val::Undefined => Value::Undefined,
+            Val::Error => Value::Error,
+            Val::Bool(b) => Value::Bool(b),
+            Val::Int(i) => Value::Int(i),
+            Val::Real(r) => Value::Real(r),
+            Val::Str(s) => Value::Str(s),
+            Val::Abs(t) => Value::AbsTime(t),
+            Val::Rel(r) => Value::RelTime(r),
+            Val::List(items, _) => Value::List(items),
+            Val::Ad(f) => Value::Ad(self.frame_ad(f)),
+        }
+    }
+
+    /// The ad of a frame; the match root is materialized with its sides.
+    pub(crate) fn frame_ad(&self, f: FrameId) -> ClassAd {
+        let fr = &self.frames[f as usize];
+        if fr.kind == FrameKind::MatchRoot {
+            let mut ad = fr.ad.clone();
+            ad.insert("lCtx", Expr::Ad(self.frames[LCTX as usize].ad.clone()));
+            ad.insert("rCtx", Expr::Ad(self.frames[RCTX as usize].ad.clone()));
+            ad.insert("LEFT", Expr::Ad(self.frames[LEFT as usize].ad.clone()));
+            ad.insert("RIGHT", Expr::Ad(self.frames[RIGHT as usize].ad.clone()));
+            return ad;
+        }
+        fr.ad.clone()
+    }
+
+    pub(crate) fn fail(&mut self) -> Val {
+        self.failed = true;
+        Val::Error
+    }
+
+    pub(crate) fn now(&self) -> f64 {
+        self.opts.now
+    }
+
+    /// xorshift64*: deterministic given the seed in the options.
+    pub(crate) fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn is_strict(&self) -> bool {
+        self.opts.strict
+    }
+
+    // ----- scopes -------------------------------------------------------
+
+    fn frame_lookup(&self, f: FrameId, sym: Sym) -> Option<Found<'_>> {
+        let fr = &self.frames[f as usize];
+        if fr.kind == FrameKind::MatchRoot {
+            let side = match sym {
+                wk::LEFT => Some(LEFT),
+                wk::RIGHT => Some(RIGHT),
+                wk::LCTX => Some(LCTX),
+                wk::RCTX => Some(RCTX),
+                _ => None,
+            };
+            if let Some(s) = side {
+                return Some(Found::Val(Val::Ad(s)));
+            }
+        }
+        fr.ad.lookup_sym(sym).map(|e| Found::Expr(e, f))
+    }
+
+    /// The reference library's `LookupInScope`.
+    fn lookup_in_scope(&self, start: FrameId, sym: Sym) -> Found<'_> {
+        let mut current = start;
+        loop {
+            if let Some(found) = self.frame_lookup(current, sym) {
+                return found;
+            }
+            let superscope =
+                if Some(current) == self.root { None } else { self.frames[current as usize].parent };
+            let special = match sym {
+                wk::TOPLEVEL | wk::ROOT | wk::SELF | wk::PARENT => true,
+                wk::MY | wk::CURRENT_TIME => !self.opts.strict,
+                _ => false,
+            };
+            if !special {
+                // Fast path for a match: from a side's own frame, TARGET and
+                // OTHER name the other side (what its context ad binds).
+                if matches!(sym, wk::TARGET | wk::OTHER) && self.matching && (current == LEFT || current == RIGHT) {
+                    let ctx_binds = self.frames[(if current == LEFT { LCTX } else { RCTX }) as usize]
+                        .ad
+                        .lookup_sym(sym)
+                        .is_some();
+                    if ctx_binds && self.frames[current as usize].parent == Some(if current == LEFT { LCTX } else { RCTX }) {
+                        return Found::Val(Val::Ad(if current == LEFT { RIGHT } else { LEFT }));
+                    }
+                }
+                match superscope {
+                    Some(s) if s != start => current = s,
+                    _ => return Found::Undef,
+                }
+                continue;
+            }
+            return match sym {
+                wk::TOPLEVEL | wk::ROOT => match self.root {
+                    Some(r) => Found::Val(Val::Ad(r)),
+                    None => Found::Fail,
+                },
+                wk::SELF | wk::MY => Found::Val(Val::Ad(current)),
+                wk::PARENT => match superscope {
+                    Some(p) => Found::Val(Val::Ad(p)),
+                    None => Found::Undef,
+                },
+                _ => Found::Val(Val::Int(self.opts.now as i64)),
+            };
+        }
+    }
+
+    fn eval_found(&mut self, e: &Expr, frame: FrameId) -> Val {
+        let key = e as *const Expr as usize;
+        if self.in_progress.contains(&key) {
+            // A cycle: the reference library yields UNDEFINED.
+            return Val::Undefined;
+        }
+        if self.attr_depth >= MAX_ATTR_DEPTH {
+            return self.fail();
+        }
+        self.attr_depth += 1;
+        self.in_progress.push(key);
+        // Attribute chains can nest deeply; grow the stack on demand.
+        let v = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_in(e, Some(frame)));
+        self.in_progress.pop();
+        self.attr_depth -= 1;
+        v
+    }
+
+    /// Looks up a bare (or absolute) name and evaluates it.
+    fn eval_name(&mut self, sym: Sym, cur: Option<FrameId>, absolute: bool) -> Val {
+        let start = if absolute {
+            match self.root {
+                Some(r) => r,
+                None => return self.fail(),
+            }
+        } else {
+            match cur {
+                Some(c) => c,
+                None => return Val::Undefined,
+            }
+        };
+        let mut target = self.locate(start, sym);
+        if !absolute && matches!(target, Located::Undef) && !self.opts.strict {
+            if let Some(alt) = self.frames[start as usize].alt {
+                target = self.locate(alt, sym);
+            }
+        }
+        self.eval_located(target)
+    }
+
+    /// Like `lookup_in_scope`, but returns an owned handle so that
+    /// evaluation can borrow the evaluator mutably.
+    fn locate(&self, start: FrameId, sym: Sym) -> Located {
+        match self.lookup_in_scope(start, sym) {
+            Found::Expr(_, f) => Located::Attr(self.frames[f as usize].ad.clone(), sym, f),
+            Found::Val(v) => Located::Val(v),
+            Found::Undef => Located::Undef,
+            Found::Fail => Located::Fail,
+        }
+    }
+
+    fn eval_located(&mut self, l: Located) -> Val {
+        match l {
+            Located::Attr(ad, sym, f) => match ad.lookup_sym(sym) {
+                Some(e) => self.eval_found(e, f),
+                None => Val::Undefined,
+            },
+            Located::Val(v) => v,
+            Located::Undef => Val::Undefined,
+            Located::Fail => self.fail(),
+        }
+    }
+
+    /// Looks up `sym` starting in frame `f` (selection `x.sym`).
+    pub(crate) fn select_in(&mut self, f: FrameId, sym: Sym) -> Val {
+        let l = self.locate(f, sym);
+        self.eval_located(l)
+    }
+
+    /// Looks up `sym` only in the ad of frame `f` (subscript `ad["name"]`).
+    pub(crate) fn index_in(&mut self, f: FrameId, sym: Sym) -> Val {
+        let ad = self.frames[f as usize].ad.clone();
+        match self.frame_lookup(f, sym) {
+            Some(Found::Val(v)) => v,
+            Some(Found::Expr(..)) => match ad.lookup_sym(sym) {
+                Some(e) => self.eval_found(e, f),
+                None => Val::Undefined,
+            },
+            _ => Val::Undefined,
+        }
+    }
+
+    /// The expression bound to a name in scope (for `unparse()` and
+    /// friends), with the frame it lives in.
+    pub(crate) fn find_attr_expr(&mut self, e: &Expr, cur: Option<FrameId>) -> Option<(Expr, FrameId)> {
+        let (start, sym, absolute) = match e {
+            Expr::Attr(n) => (cur?, n.sym, false),
+            Expr::AbsAttr(n) => (self.root?, n.sym, true),
+            Expr::Select(base, n) => match self.eval_in(base, cur) {
+                Val::Ad(f) => (f, n.sym, true),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let mut l = self.locate(start, sym);
+        if !absolute && matches!(l, Located::Undef) && !self.opts.strict {
+            if let Some(alt) = self.frames[start as usize].alt {
+                l = self.locate(alt, sym);
+            }
+        }
+        match l {
+            Located::Attr(ad, sym, f) => ad.lookup_sym(sym).map(|e| (e.clone(), f)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn frame_parent(&self, f: FrameId) -> Option<FrameId> {
+        self.frames[f as usize].parent
+    }
+
+    pub(crate) fn frame_of(&self, f: FrameId) -> &ClassAd {
+        &self.frames[f as usize].ad
+    }
+
+    /// Makes a detached frame for an ad built during evaluation.
+    pub(crate) fn new_frame(&mut self, ad: ClassAd, parent: Option<FrameId>) -> FrameId {
+        self.push_frame(ad, parent)
+    }
+
+    /// Evaluates `e` in a fresh context scoped at `scope` (a new root), as
+    /// the reference does for `eval()` and list selection.
+    pub(crate) fn eval_rooted(&mut self, e: &Expr, scope: Option<FrameId>) -> Val {
+        let saved_root = self.root;
+        let mut r = scope;
+        if let Some(mut f) = scope {
+            let mut steps = 0;
+            while let Some(p) = self.frames[f as usize].parent {
+                f = p;
+                steps += 1;
+                if steps > 10_000 {
+                    break;
+                }
+            }
+            r = Some(f);
+        }
+        self.root = r;
+        let v = self.eval_in(e, scope);
+        self.root = saved_root;
+        v
+    }
+
+    // ----- expressions --------------------------------------------------
+
+    /// Evaluates `e` with `cur` as the current scope.
+    pub(crate) fn eval_in(&mut self, e: &Expr, cur: Option<FrameId>) -> Val {
+        match e {
+            Expr::Lit(v) => lit(v),
+            Expr::RelTimeStr(r) => Val::Real(*r),
+            Expr::Attr(n) => self.eval_name(n.sym, cur, false),
+            Expr::AbsAttr(n) => self.eval_name(n.sym, cur, true),
+            Expr::Select(base, n) => self.eval_select(base, n, cur),
+            Expr::Index(base, idx) => self.eval_index(base, idx, cur),
+            Expr::Unary(op, a) => {
+                let v = self.eval_in(a, cur);
+                unary(*op, v)
+            }
+            Expr::Binary(BinOp::And, a, b) => self.eval_and(a, b, cur),
+            Expr::Binary(BinOp::Or, a, b) => self.eval_or(a, b, cur),
+            Expr::Binary(op, a, b) => {
+                let x = self.eval_in(a, cur);
+                let y = self.eval_in(b, cur);
+                binary(*op, x, y)
+            }
+            Expr::Cond(c) => {
+                let v = self.eval_in(&c.0, cur);
+                match truth(&v) {
+                    Truth::True => self.eval_in(&c.1, cur),
+                    Truth::False => self.eval_in(&c.2, cur),
+                    Truth::Undefined => Val::Undefined,
+                    Truth::Error => Val::Error,
+                }
+            }
+            Expr::Elvis(a, b) => {
+                let v = self.eval_in(a, cur);
+                if v.is_undef() {
+                    self.eval_in(b, cur)
+                } else {
+                    v
+                }
+            }
+            Expr::Paren(a) => self.eval_in(a, cur),
+            Expr::Call(c) => match c.func {
+                Some(f) => crate::functions::call(f, self, &c.args, cur),
+                None => Val::Error,
+            },
+            Expr::List(items) => Val::List(items.clone(), cur),
+            Expr::Ad(ad) => Val::Ad(self.push_frame(ad.clone(), cur)),
+        }
+    }
+
+    fn eval_select(&mut self, base: &Expr, n: &Name, cur: Option<FrameId>) -> Val {
+        match self.eval_in(base, cur) {
+            Val::Undefined => Val::Undefined,
+            Val::Ad(f) => self.select_in(f, n.sym),
+            Val::List(items, _) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items.iter() {
+                    let v = match self.eval_rooted(item, cur) {
+                        Val::Ad(f) => self.select_in(f, n.sym),
+                        Val::Undefined => Val::Undefined,
+                        _ => Val::Error,
+                    };
+                    out.push(self.val_to_expr(v));
+                }
+                Val::List(Arc::new(out), None)
+            }
+            _ => Val::Error,
+        }
+    }
+
+    /// Turns a value back into an expression (for building lists).
+    pub(crate) fn val_to_expr(&self, v: Val) -> Expr {
+        match v {
+            Val::List(items, _) => Expr::List(items),
+            Val::Ad(f) => Expr::Ad(self.frame_ad(f)),
+            other => Expr::Lit(self.to_value(other)),
+        }
+    }
+
+    fn eval_index(&mut self, base: &Expr, idx: &Expr, cur: Option<FrameId>) -> Val {
+        let b = self.eval_in(base, cur);
+        let i = self.eval_in(idx, cur);
+        match (&b, &i) {
+            (Val::Error, _) | (_, Val::Error) => Val::Error,
+            (Val::Undefined, _) | (_, Val::Undefined) => Val::Undefined,
+            (Val::List(items, scope), Val::Int(k)) => {
+                if *k < 0 || *k as usize >= items.len() {
+                    Val::Error
+                } else {
+                    let items = items.clone();
+                    let scope = *scope;
+                    self.eval_in(&items[*k as usize], scope)
+                }
+            }
+            (Val::Ad(f), Val::Str(s)) => {
+                let sym = crate::name::intern(&String::from_utf8_lossy(s));
+                self.index_in(*f, sym)
+            }
+            _ => Val::Error,
+        }
+    }
+
+    fn eval_and(&mut self, a: &Expr, b: &Expr, cur: Option<FrameId>) -> Val {
+        let x = self.eval_in(a, cur);
+        match truth(&x) {
+            Truth::False => Val::Bool(false),
+            Truth::Error => Val::Error,
+            tx => {
+                let y = self.eval_in(b, cur);
+                match (tx, truth(&y)) {
+                    (_, Truth::False) => Val::Bool(false),
+                    (_, Truth::Error) => Val::Error,
+                    (Truth::True, Truth::True) => Val::Bool(true),
+                    _ => Val::Undefined,
+                }
+            }
+        }
+    }
+
+    fn eval_or(&mut self, a: &Expr, b: &Expr, cur: Option<FrameId>) -> Val {
+        let x = self.eval_in(a, cur);
+        match truth(&x) {
+            Truth::True => Val::Bool(true),
+            Truth::Error => Val::Error,
+            tx => {
+                let y = self.eval_in(b, cur);
+                match (tx, truth(&y)) {
+                    (_, Truth::True) => Val::Bool(true),
+                    (_, Truth::Error) => Val::Error,
+                    (Truth::False, Truth::False) => Val::Bool(false),
+                    _ => Val::Undefined,
+                }
+            }
+        }
+    }
+}
+
+enum Located {
+    Attr(ClassAd, Sym, FrameId),
+    Val(Val),
+    Undef,
+    Fail,
+}
+
+pub(crate) fn lit(v: &Value) -> Val {
+    match v {
+        Value::Undefined => Val::Undefined,
+        Value::Error => Val::Error,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Int(i) => Val::Int(*i),
+        Value::Real(r) => Val::Real(*r),
+        Value::Str(s) => Val::Str(s.clone()),
+        Value::AbsTime(t) => Val::Abs(*t),
+        Value::RelTime(r) => Val::Rel(*r),
+        Value::List(items) => Val::List(items.clone(), None),
+        // An ad stored as a literal value has no enclosing scope.
+        Value::Ad(_) => Val::Error,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Truth {
+    True,
+    False,
+    Undefined,
+    Error,
+}
+
+/// The boolean reading of a value in `&&`, `||`, `!` and `?:`.
+pub(crate) fn truth(v: &Val) -> Truth {
+    match v {
+        Val::Bool(true) => Truth::True,
+        Val::Bool(false) => Truth::False,
+        Val::Int(i) => {
+            if *i != 0 {
+                Truth::True
+            } else {
+                Truth::False
+            }
+        }
+        Val::Real(r) => {
+            if *r != 0.0 {
+                Truth::True
+            } else {
+                Truth::False
+            }
+        }
+        Val::Undefined => Truth::Undefined,
+        _ => Truth::Error,
+    }
+}
+
+pub(crate) fn unary(op: UnOp, v: Val) -> Val {
+    match (op, v) {
+        (_, Val::Undefined) => Val::Undefined,
+        (_, Val::Error) => Val::Error,
+        (UnOp::Neg, Val::Int(i)) => Val::Int(i.wrapping_neg()),
+        (UnOp::Neg, Val::Real(r)) => Val::Real(-r),
+        (UnOp::Neg, Val::Rel(r)) => Val::Rel(-r),
+        (UnOp::Plus, v @ (Val::Int(_) | Val::Real(_) | Val::Rel(_))) => v,
+        (UnOp::Not, v) => match truth(&v) {
+            Truth::True => Val::Bool(false),
+            Truth::False => Val::Bool(true),
+            Truth::Undefined => Val::Undefined,
+            Truth::Error => Val::Error,
+        },
+        (UnOp::BitNot, Val::Int(i)) => Val::Int(!i),
+        _ => Val::Error,
+    }
+}
+
+enum Num {
+    I(i64),
+    R(f64),
+}
+
+fn num(v: &Val) -> Option<Num> {
+    match v {
+        Val::Int(i) => Some(Num::I(*i)),
+        Val::Bool(b) => Some(Num::I(*b as i64)),
+        Val::Real(r) => Some(Num::R(*r)),
+        _ => None,
+    }
+}
+
+fn real_result(r: f64) -> Val {
+    // Any real operation that overflows to +infinity is an error in the
+    // reference library (-infinity and NaN survive).
+    if r == f64::INFINITY {
+        Val::Error
+    } else {
+        Val::Real(r)
+    }
+}
+
+fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
+    // time arithmetic first
+    match (op, x, y) {
+        (BinOp::Add, Val::Abs(a), Val::Rel(r)) | (BinOp::Add, Val::Rel(r), Val::Abs(a)) => {
+            return Val::Abs(AbsTime { secs: a.secs.wrapping_add(*r as i64), offset: a.offset });
+        }
+        (BinOp::Sub, Val::Abs(a), Val::Rel(r)) => {
+            return Val::Abs(AbsTime { secs: a.secs.wrapping_sub(*r as i64), offset: a.offset });
+        }
+        (BinOp::Sub, Val::Abs(a), Val::Abs(b)) => return Val::Rel(a.secs.wrapping_sub(b.secs) as f64),
+        (BinOp::Add, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a + b),
+        (BinOp::Sub, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a - b),
+        (BinOp::Mul, Val::Rel(a), n) | (BinOp::Mul, n, Val::Rel(a)) => {
+            return match num(n) {
+                Some(Num::I(i)) if !matches!(n, Val::Bool(_)) => Val::Rel(a * i as f64),
+                Some(Num::R(r)) => Val::Rel(a * r),
+                _ => Val::Error,
+            };
+        }
+        (BinOp::Div, Val::Rel(a), n) => {
+            return match num(n) {
+                Some(Num::I(i)) if !matches!(n, Val::Bool(_)) => Val::Rel(a / i as f64),
+                Some(Num::R(r)) => Val::Rel(a / r),
+                _ => Val::Error,
+            };
+        }
+        _ => {}
+    }
+    let (Some(a), Some(b)) = (num(x), num(y)) else { return Val::Error };
+    match (a, b) {
+        (Num::I(a), Num::I(b)) => match op {
+            BinOp::Add => Val::Int(a.wrapping_add(b)),
+            BinOp::Sub => Val::Int(a.wrapping_sub(b)),
+            BinOp::Mul => Val::Int(a.wrapping_mul(b)),
+            BinOp::Div => {
+                if b == 0 {
+                    Val::Error
+                } else if a == i64::MIN && b == -1 {
+                    Val::Int(i64::MAX)
+                } else {
+                    Val::Int(a / b)
+                }
+            }
+            BinOp::Mod => {
+                if b == 0 {
+                    Val::Error
+                } else {
+                    Val::Int(a.wrapping_rem(b))
+                }
+            }
+            _ => Val::Error,
+        },
+        (a, b) => {
+            let a = match a {
+                Num::I(i) => i as f64,
+                Num::R(r) => r,
+            };
+            let b = match b {
+                Num::I(i) => i as f64,
+                Num::R(r) => r,
+            };
+            match op {
+                BinOp::Add => real_result(a + b),
+                BinOp::Sub => real_result(a - b),
+                BinOp::Mul => real_result(a * b),
+                BinOp::Div => real_result(a / b),
+                _ => Val::Error,
+            }
+        }
+    }
+}
+
+fn bitwise(op: BinOp, x: &Val, y: &Val) -> Val {
+    let (Val::Int(a), Val::Int(b)) = (x, y) else { return Val::Error };
+    let (a, b) = (*a, *b);
+    match op {
+        BinOp::BitAnd => Val::Int(a & b),
+        BinOp::BitOr => Val::Int(a | b),
+        BinOp::BitXor => Val::Int(a ^ b),
+        BinOp::Shl => Val::Int(a.wrapping_shl((b & 63) as u32)),
+        BinOp::Shr => Val::Int(a.wrapping_shr((b & 63) as u32)),
+        BinOp::UShr => Val::Int(((a as u64).wrapping_shr((b & 63) as u32)) as i64),
+        _ => Val::Error,
+    }
+}
+
+/// ASCII case-insensitive byte comparison (C's `strcasecmp`).
+pub(crate) fn strcasecmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let la = a.iter().map(|c| c.to_ascii_lowercase());
+    let lb = b.iter().map(|c| c.to_ascii_lowercase());
+    la.cmp(lb)
+}
+
+fn compare(op: BinOp, x: &Val, y: &Val) -> Val {
+    use std::cmp::Ordering;
+    let ord: Option<Ordering> = match (x, y) {
+        (Val::Str(a), Val::Str(b)) => Some(strcasecmp(a, b)),
+        (Val::Abs(a), Val::Abs(b)) => Some(a.secs.cmp(&b.secs)),
+        (Val::Rel(a), Val::Rel(b)) => a.partial_cmp(b),
+        _ => match (num(x), num(y)) {
+            (Some(Num::I(a)), Some(Num::I(b))) => Some(a.cmp(&b)),
+            (Some(a), Some(b)) => {
+                let a = match a {
+                    Num::I(i) => i as f64,
+                    Num::R(r) => r,
+                };
+                let b = match b {
+                    Num::I(i) => i as f64,
+                    Num::R(r) => r,
+                };
+                match a.partial_cmp(&b) {
+                    Some(o) => Some(o),
+                    // NaN: every comparison is false except `!=`
+                    None => return Val::Bool(op == BinOp::Ne),
+                }
+            }
+            _ => return Val::Error,
+        },
+    };
+    let Some(o) = ord else { return Val::Bool(op == BinOp::Ne) };
+    Val::Bool(match op {
+        BinOp::Lt => o == Ordering::Less,
+        BinOp::Le => o != Ordering::Greater,
+        BinOp::Gt => o == Ordering::Greater,
+        BinOp::Ge => o != Ordering::Less,
+        BinOp::Eq => o == Ordering::Equal,
+        _ => o != Ordering::Equal,
+    })
+}
+
+/// `=?=`: same type and same value (strings case-sensitively).
+pub(crate) fn identical(x: &Val, y: &Val) -> Option<bool> {
+    Some(match (x, y) {
+        (Val::List(..), _) | (_, Val::List(..)) | (Val::Ad(_), _) | (_, Val::Ad(_)) => return None,
+        (Val::Undefined, Val::Undefined) | (Val::Error, Val::Error) => true,
+        (Val::Bool(a), Val::Bool(b)) => a == b,
+        (Val::Int(a), Val::Int(b)) => a == b,
+        (Val::Real(a), Val::Real(b)) => a == b,
+        (Val::Str(a), Val::Str(b)) => a == b,
+        (Val::Abs(a), Val::Abs(b)) => a == b,
+        (Val::Rel(a), Val::Rel(b)) => a == b,
+        _ => false,
+    })
+}
+
+pub(crate) fn binary(op: BinOp, x: Val, y: Val) -> Val {
+    match op {
+        BinOp::Is | BinOp::Isnt => match identical(&x, &y) {
+            Some(same) => Val::Bool(same == (op == BinOp::Is)),
+            None => Val::Error,
+        },
+        _ => {
+            if x.is_err() || y.is_err() {
+                return Val::Error;
+            }
+            if x.is_undef() || y.is_undef() {
+                return Val::Undefined;
+            }
+            match op {
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => arith(op, &x, &y),
+                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr | BinOp::UShr => {
+                    bitwise(op, &x, &y)
+                }
+                _ => compare(op, &x, &y),
+            }
+        }
+    }
+}

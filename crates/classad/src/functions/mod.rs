@@ -1,0 +1,88 @@
+//! The builtin function library: the reference library's functions and
+//! HTCondor's additions (string lists, `split*`, environment helpers, ...).
+//!
+//! Each family lives in its own module and exports a table of
+//! `(name, implementation)`; names are matched case-insensitively once, at
+//! parse time, into a [`FuncId`].
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::ast::Expr;
+use crate::eval::{Evaluator, FrameId, Val};
+
+mod condor;
+mod list;
+mod math;
+mod misc;
+mod regex;
+mod string;
+mod time;
+mod types;
+
+/// The signature of a builtin: the evaluator, the unevaluated arguments and
+/// the current scope.
+pub(crate) type Builtin = fn(&mut Evaluator, &[Expr], Option<FrameId>) -> Val;
+
+/// A resolved builtin function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuncId(u16);
+
+struct Table {
+    funcs: Vec<Builtin>,
+    by_name: HashMap<String, u16>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Table { funcs: Vec::new(), by_name: HashMap::new() };
+        for family in [
+            types::FUNCS,
+            misc::FUNCS,
+            string::FUNCS,
+            regex::FUNCS,
+            list::FUNCS,
+            math::FUNCS,
+            time::FUNCS,
+            condor::FUNCS,
+        ] {
+            for (name, f) in family {
+                let id = t.funcs.len() as u16;
+                t.funcs.push(*f);
+                t.by_name.insert(name.to_ascii_lowercase(), id);
+            }
+        }
+        t
+    })
+}
+
+/// Resolves a function name (case-insensitive).
+pub(crate) fn lookup(name: &str) -> Option<FuncId> {
+    table().by_name.get(&name.to_ascii_lowercase()).map(|&i| FuncId(i))
+}
+
+/// Whether `name` is a builtin function.
+pub fn is_builtin(name: &str) -> bool {
+    lookup(name).is_some()
+}
+
+pub(crate) fn call(f: FuncId, ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
+    (table().funcs[f.0 as usize])(ev, args, cur)
+}
+
+/// Evaluates every argument.
+pub(crate) fn eval_args(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Vec<Val> {
+    args.iter().map(|a| ev.eval_in(a, cur)).collect()
+}
+
+/// The text of a value as `strcat`/`string()` convert it (strings as is,
+/// everything else unparsed).
+pub(crate) fn to_text(ev: &Evaluator, v: &Val) -> Vec<u8> {
+    match v {
+        Val::Str(s) => s.to_vec(),
+        Val::Abs(t) => crate::time::format_abstime(*t).into_bytes(),
+        Val::Rel(r) => crate::time::format_reltime(*r).into_bytes(),
+        other => crate::unparse::unparse_value(&ev.to_value(other.clone())).into_bytes(),
+    }
+}

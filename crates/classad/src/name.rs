@@ -1,0 +1,165 @@
+//! Attribute names, folded and interned once at parse time.
+//!
+//! HTCondor compares attribute names case-insensitively (ASCII). Comparing
+//! strings case-insensitively on every lookup is the single biggest cost of a
+//! naive implementation, so every [`Name`] carries a small integer symbol
+//! for its ASCII-lowercased spelling, assigned once by a process-wide
+//! interner. Lookups compare symbols only.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// An interned, case-folded attribute name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Sym(pub(crate) u32);
+
+/// Symbols known to the evaluator, interned first so they have fixed ids.
+pub(crate) mod well_known {
+    use super::Sym;
+    pub const MY: Sym = Sym(0);
+    pub const TARGET: Sym = Sym(1);
+    pub const OTHER: Sym = Sym(2);
+    pub const PARENT: Sym = Sym(3);
+    pub const ROOT: Sym = Sym(4);
+    pub const TOPLEVEL: Sym = Sym(5);
+    pub const SELF: Sym = Sym(6);
+    pub const CURRENT_TIME: Sym = Sym(7);
+    pub const LEFT: Sym = Sym(8);
+    pub const RIGHT: Sym = Sym(9);
+    pub const LCTX: Sym = Sym(10);
+    pub const RCTX: Sym = Sym(11);
+    pub const REQUIREMENTS: Sym = Sym(12);
+    pub const RANK: Sym = Sym(13);
+    pub const AD: Sym = Sym(14);
+    pub(crate) const NAMES: [&str; 15] = [
+        "my",
+        "target",
+        "other",
+        "parent",
+        "root",
+        "toplevel",
+        "self",
+        "currenttime",
+        "left",
+        "right",
+        "lctx",
+        "rctx",
+        "requirements",
+        "rank",
+        "ad",
+    ];
+}
+
+struct Interner {
+    map: HashMap<Box<str>, u32>,
+}
+
+fn interner() -> &'static RwLock<Interner> {
+    static INTERNER: OnceLock<RwLock<Interner>> = OnceLock::new();
+    INTERNER.get_or_init(|| {
+        let mut map = HashMap::new();
+        for (i, n) in well_known::NAMES.iter().enumerate() {
+            map.insert((*n).into(), i as u32);
+        }
+        RwLock::new(Interner { map })
+    })
+}
+
+/// Interns the ASCII-lowercased form of `name`.
+pub fn intern(name: &str) -> Sym {
+    let mut buf = [0u8; 64];
+    let lowered: std::borrow::Cow<'_, str> =
+        if name.len() <= buf.len() && !name.bytes().any(|b| b.is_ascii_uppercase()) {
+            std::borrow::Cow::Borrowed(name)
+        } else if name.len() <= buf.len() {
+            let b = &mut buf[..name.len()];
+            b.copy_from_slice(name.as_bytes());
+            b.make_ascii_lowercase();
+            // Lowercasing ASCII bytes keeps UTF-8 valid.
+            std::borrow::Cow::Owned(String::from_utf8_lossy(b).into_owned())
+        } else {
+            std::borrow::Cow::Owned(name.to_ascii_lowercase())
+        };
+    {
+        let guard = interner().read().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = guard.map.get(lowered.as_ref()) {
+            return Sym(id);
+        }
+    }
+    let mut guard = interner().write().unwrap_or_else(|e| e.into_inner());
+    let next = guard.map.len() as u32;
+    let id = *guard.map.entry(lowered.into_owned().into_boxed_str()).or_insert(next);
+    Sym(id)
+}
+
+/// An attribute name as written (its case is kept for printing) together
+/// with its folded symbol (used for every comparison).
+#[derive(Clone)]
+pub struct Name {
+    pub(crate) sym: Sym,
+    text: Arc<str>,
+}
+
+impl Name {
+    /// Makes a name, interning its folded form.
+    pub fn new(text: &str) -> Name {
+        Name { sym: intern(text), text: Arc::from(text) }
+    }
+
+    /// The name as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The case-folded symbol.
+    pub fn sym(&self) -> Sym {
+        self.sym
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        self.sym == other.sym
+    }
+}
+impl Eq for Name {}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", &*self.text)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Name {
+        Name::new(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fold_case() {
+        assert_eq!(Name::new("Memory"), Name::new("MEMORY"));
+        assert_eq!(Name::new("memory").sym(), intern("mEmOrY"));
+        assert_ne!(Name::new("Memory"), Name::new("Memory2"));
+        assert_eq!(Name::new("Memory").as_str(), "Memory");
+    }
+
+    #[test]
+    fn well_known_symbols_are_fixed() {
+        assert_eq!(intern("TARGET"), well_known::TARGET);
+        assert_eq!(intern("My"), well_known::MY);
+        assert_eq!(intern("CurrentTime"), well_known::CURRENT_TIME);
+        assert_eq!(intern("Requirements"), well_known::REQUIREMENTS);
+    }
+}

@@ -1,0 +1,553 @@
+//! Parsing of expressions, new-style ads (`[a = 1; b = "x"]`) and old-style
+//! ads (one `Name = expr` per line).
+
+use std::sync::Arc;
+
+use crate::ad::ClassAd;
+use crate::ast::{BinOp, Call, Expr, UnOp};
+use crate::error::ParseError;
+use crate::lexer::{Lexer, Tok, Token};
+use crate::name::Name;
+use crate::time::{self, TzFn};
+use crate::value::Value;
+
+/// Deepest expression tree the parser builds; deeper input is rejected
+/// (bounded recursion everywhere downstream: evaluation, printing, drop).
+pub const MAX_DEPTH: u32 = 1000;
+
+/// Parser options.
+#[derive(Clone, Copy)]
+pub struct ParseOptions {
+    /// STRICT_CLASSAD_EVALUATION: leading-zero integers accepted, `;` is not
+    /// an argument separator.
+    pub strict: bool,
+    /// Local time zone for `absTime("...")` strings without an offset.
+    pub tz: TzFn,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions { strict: false, tz: time::utc_zone }
+    }
+}
+
+pub(crate) struct Parser<'a> {
+    lex: Lexer<'a>,
+    tok: Token,
+    opts: ParseOptions,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+fn bin_info(tok: &Tok) -> Option<(u8, BinOp)> {
+    Some(match tok {
+        Tok::Op("||") => (1, BinOp::Or),
+        Tok::Op("&&") => (2, BinOp::And),
+        Tok::Op("|") => (3, BinOp::BitOr),
+        Tok::Op("^") => (4, BinOp::BitXor),
+        Tok::Op("&") => (5, BinOp::BitAnd),
+        Tok::Op("==") => (6, BinOp::Eq),
+        Tok::Op("!=") => (6, BinOp::Ne),
+        Tok::Op("=?=") | Tok::Is => (6, BinOp::Is),
+        Tok::Op("=!=") | Tok::Isnt => (6, BinOp::Isnt),
+        Tok::Op("<") => (7, BinOp::Lt),
+        Tok::Op("<=") => (7, BinOp::Le),
+        Tok::Op(">") => (7, BinOp::Gt),
+        Tok::Op(">=") => (7, BinOp::Ge),
+        Tok::Op("<<") => (8, BinOp::Shl),
+        Tok::Op(">>") => (8, BinOp::Shr),
+        Tok::Op(">>>") => (8, BinOp::UShr),
+        Tok::Op("+") => (9, BinOp::Add),
+        Tok::Op("-") => (9, BinOp::Sub),
+        Tok::Op("*") => (10, BinOp::Mul),
+        Tok::Op("/") => (10, BinOp::Div),
+        Tok::Op("%") => (10, BinOp::Mod),
+        _ => return None,
+    })
+}
+
+impl<'a> Parser<'a> {
+    pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
+        let mut lex = Lexer::new(src, opts.strict, old_strings);
+        let tok = lex.next_token()?;
+        Ok(Parser { lex, tok, opts })
+    }
+
+    fn advance(&mut self) -> PResult<Token> {
+        let next = self.lex.next_token()?;
+        Ok(std::mem::replace(&mut self.tok, next))
+    }
+
+    fn err_here(&self, msg: impl Into<String>) -> ParseError {
+        ParseError::new(self.tok.line, self.tok.col, msg)
+    }
+
+    fn unexpected(&self, wanted: &str) -> ParseError {
+        self.err_here(format!("expected {wanted}, found {}", self.tok.tok.describe()))
+    }
+
+    fn expect_op(&mut self, op: &'static str) -> PResult<()> {
+        if self.tok.tok == Tok::Op(op) {
+            self.advance()?;
+            Ok(())
+        } else {
+            Err(self.unexpected(&format!("`{op}`")))
+        }
+    }
+
+    fn too_deep(&self) -> ParseError {
+        self.err_here(format!("expression nested more than {MAX_DEPTH} levels deep"))
+    }
+
+    pub(crate) fn at_eof(&self) -> bool {
+        self.tok.tok == Tok::Eof
+    }
+
+    pub(crate) fn expect_eof(&self) -> PResult<()> {
+        if self.at_eof() {
+            Ok(())
+        } else {
+            Err(self.unexpected("end of expression"))
+        }
+    }
+
+    /// expression := logical-or [ '?' expression ':' expression | '?:' expression ]
+    pub(crate) fn expr(&mut self) -> PResult<(Expr, u32)> {
+        let (cond, d0) = self.binary(1)?;
+        match self.tok.tok {
+            Tok::Op("?") => {
+                self.advance()?;
+                if self.tok.tok == Tok::Op(":") {
+                    self.advance()?;
+                    let (b, d1) = self.expr()?;
+                    return self.depth(Expr::Elvis(Box::new(cond), Box::new(b)), d0.max(d1));
+                }
+                let (a, d1) = self.expr()?;
+                self.expect_op(":")?;
+                let (b, d2) = self.expr()?;
+                self.depth(Expr::Cond(Box::new((cond, a, b))), d0.max(d1).max(d2))
+            }
+            Tok::Op("?:") => {
+                self.advance()?;
+                let (b, d1) = self.expr()?;
+                self.depth(Expr::Elvis(Box::new(cond), Box::new(b)), d0.max(d1))
+            }
+            _ => Ok((cond, d0)),
+        }
+    }
+
+    fn depth(&self, e: Expr, child: u32) -> PResult<(Expr, u32)> {
+        if child + 1 > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        Ok((e, child + 1))
+    }
+
+    fn binary(&mut self, min_prec: u8) -> PResult<(Expr, u32)> {
+        let (mut lhs, mut d) = self.unary()?;
+        while let Some((prec, op)) = bin_info(&self.tok.tok) {
+            if prec < min_prec {
+                break;
+            }
+            self.advance()?;
+            let (rhs, dr) = self.binary(prec + 1)?;
+            let (e, nd) = self.depth(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), d.max(dr))?;
+            lhs = e;
+            d = nd;
+        }
+        Ok((lhs, d))
+    }
+
+    fn unary(&mut self) -> PResult<(Expr, u32)> {
+        let op = match self.tok.tok {
+            Tok::Op("-") => UnOp::Neg,
+            Tok::Op("+") => UnOp::Plus,
+            Tok::Op("!") => UnOp::Not,
+            Tok::Op("~") => UnOp::BitNot,
+            _ => return self.postfix(),
+        };
+        self.advance()?;
+        // Iterative over chains of prefix operators, so `!!!!...x` cannot
+        // exhaust the stack before the depth check.
+        let mut ops = vec![op];
+        loop {
+            let op = match self.tok.tok {
+                Tok::Op("-") => UnOp::Neg,
+                Tok::Op("+") => UnOp::Plus,
+                Tok::Op("!") => UnOp::Not,
+                Tok::Op("~") => UnOp::BitNot,
+                _ => break,
+            };
+            if ops.len() as u32 >= MAX_DEPTH {
+                return Err(self.too_deep());
+            }
+            ops.push(op);
+            self.advance()?;
+        }
+        let (mut e, mut d) = self.postfix()?;
+        while let Some(op) = ops.pop() {
+            let (ne, nd) = self.depth(Expr::Unary(op, Box::new(e)), d)?;
+            e = ne;
+            d = nd;
+        }
+        Ok((e, d))
+    }
+
+    fn postfix(&mut self) -> PResult<(Expr, u32)> {
+        let (mut e, mut d) = self.primary()?;
+        loop {
+            match self.tok.tok {
+                Tok::Op(".") => {
+                    self.advance()?;
+                    let name = self.attr_name()?;
+                    let (ne, nd) = self.depth(Expr::Select(Box::new(e), name), d)?;
+                    e = ne;
+                    d = nd;
+                }
+                Tok::Op("[") => {
+                    self.advance()?;
+                    let (idx, di) = self.expr()?;
+                    self.expect_op("]")?;
+                    let (ne, nd) = self.depth(Expr::Index(Box::new(e), Box::new(idx)), d.max(di))?;
+                    e = ne;
+                    d = nd;
+                }
+                _ => return Ok((e, d)),
+            }
+        }
+    }
+
+    /// An attribute name after `.` or in an ad: identifier or 'quoted'.
+    fn attr_name(&mut self) -> PResult<Name> {
+        match &self.tok.tok {
+            Tok::Ident(s) => {
+                let n = Name::new(s);
+                self.advance()?;
+                Ok(n)
+            }
+            Tok::QIdent(_) => {
+                let s = self.quoted_names()?;
+                Ok(Name::new(&s))
+            }
+            _ => Err(self.unexpected("an attribute name")),
+        }
+    }
+
+    /// Adjacent 'quoted' names are concatenated, like adjacent strings.
+    fn quoted_names(&mut self) -> PResult<String> {
+        let mut s = String::new();
+        while let Tok::QIdent(q) = &self.tok.tok {
+            s.push_str(q);
+            self.advance()?;
+        }
+        Ok(s)
+    }
+
+    fn primary(&mut self) -> PResult<(Expr, u32)> {
+        let lit = |v: Value| Ok((Expr::Lit(v), 1));
+        match &self.tok.tok {
+            Tok::Int(i) => {
+                let i = *i;
+                self.advance()?;
+                lit(Value::Int(i))
+            }
+            Tok::Real(r) => {
+                let r = *r;
+                self.advance()?;
+                lit(Value::Real(r))
+            }
+            Tok::Str(_) => {
+                let mut bytes = Vec::new();
+                while let Tok::Str(s) = &self.tok.tok {
+                    bytes.extend_from_slice(s);
+                    self.advance()?;
+                }
+                lit(Value::Str(Arc::from(bytes)))
+            }
+            Tok::True => {
+                self.advance()?;
+                lit(Value::Bool(true))
+            }
+            Tok::False => {
+                self.advance()?;
+                lit(Value::Bool(false))
+            }
+            Tok::Undefined => {
+                self.advance()?;
+                lit(Value::Undefined)
+            }
+            Tok::Error => {
+                self.advance()?;
+                lit(Value::Error)
+            }
+            Tok::Ident(name) => {
+                let name = name.clone();
+                self.advance()?;
+                if self.tok.tok == Tok::Op("(") {
+                    return self.call(name);
+                }
+                Ok((Expr::Attr(Name::new(&name)), 1))
+            }
+            Tok::QIdent(_) => {
+                let s = self.quoted_names()?;
+                Ok((Expr::Attr(Name::new(&s)), 1))
+            }
+            Tok::Op(".") => {
+                self.advance()?;
+                let name = self.attr_name()?;
+                Ok((Expr::AbsAttr(name), 1))
+            }
+            Tok::Op("(") => {
+                self.advance()?;
+                let (e, d) = self.expr()?;
+                self.expect_op(")")?;
+                self.depth(Expr::Paren(Box::new(e)), d)
+            }
+            Tok::Op("{") => {
+                self.advance()?;
+                let mut items = Vec::new();
+                let mut d = 0;
+                if self.tok.tok != Tok::Op("}") {
+                    loop {
+                        let (e, de) = self.expr()?;
+                        d = d.max(de);
+                        items.push(e);
+                        if self.tok.tok == Tok::Op(",") {
+                            self.advance()?;
+                            continue;
+                        }
+                        break;
+                    }
+                }
+                self.expect_op("}")?;
+                self.depth(Expr::List(Arc::new(items)), d)
+            }
+            Tok::Op("[") => {
+                self.advance()?;
+                let (ad, d) = self.ad_body("]")?;
+                self.expect_op("]")?;
+                self.depth(Expr::Ad(ad), d)
+            }
+            _ => Err(self.unexpected("an expression")),
+        }
+    }
+
+    fn call(&mut self, name: String) -> PResult<(Expr, u32)> {
+        self.expect_op("(")?;
+        let mut args = Vec::new();
+        let mut d = 0;
+        if self.tok.tok != Tok::Op(")") {
+            loop {
+                let (e, de) = self.expr()?;
+                d = d.max(de);
+                args.push(e);
+                let sep = self.tok.tok == Tok::Op(",")
+                    || (!self.opts.strict && self.tok.tok == Tok::Op(";"));
+                if sep {
+                    self.advance()?;
+                    continue;
+                }
+                break;
+            }
+        }
+        self.expect_op(")")?;
+        // absTime("...") and relTime("...") with a literal string are folded
+        // at parse time; an invalid string is a parse error.
+        if args.len() == 1 {
+            if let Expr::Lit(Value::Str(s)) = &args[0] {
+                let text = String::from_utf8_lossy(s);
+                if name.eq_ignore_ascii_case("absTime") {
+                    return match time::parse_abstime(&text, self.opts.tz) {
+                        Some(t) => Ok((Expr::Lit(Value::AbsTime(t)), 1)),
+                        None => Err(self.err_here(format!("invalid absolute time \"{text}\""))),
+                    };
+                }
+                if name.eq_ignore_ascii_case("relTime") {
+                    return match time::parse_reltime(&text) {
+                        Some(r) => Ok((Expr::RelTimeStr(r), 1)),
+                        None => Err(self.err_here(format!("invalid relative time \"{text}\""))),
+                    };
+                }
+            }
+        }
+        let func = crate::functions::lookup(&name);
+        self.depth(Expr::Call(Box::new(Call { name: Arc::from(name.as_str()), func, args })), d)
+    }
+
+    /// The attributes of a new-style ad, up to (not including) `close`.
+    /// Extra semicolons are ignored.
+    pub(crate) fn ad_body(&mut self, close: &'static str) -> PResult<(ClassAd, u32)> {
+        let mut ad = ClassAd::new();
+        let mut d = 0;
+        loop {
+            while self.tok.tok == Tok::Op(";") {
+                self.advance()?;
+            }
+            if self.tok.tok == Tok::Op(close) || (close.is_empty() && self.at_eof()) {
+                return Ok((ad, d));
+            }
+            let name = self.attr_name()?;
+            self.expect_op("=")?;
+            let (e, de) = self.expr()?;
+            d = d.max(de);
+            ad.insert(name, e);
+            if self.tok.tok == Tok::Op(";") {
+                continue;
+            }
+            if self.tok.tok == Tok::Op(close) {
+                return Ok((ad, d));
+            }
+            return Err(self.unexpected(&format!("`;` or `{close}`")));
+        }
+    }
+
+    pub(crate) fn next_is_op(&self, op: &'static str) -> bool {
+        self.tok.tok == Tok::Op(op)
+    }
+
+    pub(crate) fn bump(&mut self) -> PResult<()> {
+        self.advance().map(|_| ())
+    }
+
+    pub(crate) fn offset_of_next(&self) -> usize {
+        self.lex.offset()
+    }
+}
+
+fn check_utf8(src: &[u8]) -> PResult<&str> {
+    std::str::from_utf8(src).map_err(|e| {
+        let at = e.valid_up_to();
+        let before = &src[..at];
+        let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+        let col = (at - before.iter().rposition(|b| *b == b'\n').map(|p| p + 1).unwrap_or(0)) as u32 + 1;
+        ParseError::new(line, col, "input is not valid UTF-8")
+    })
+}
+
+/// Parses one complete expression (all input must be consumed).
+pub fn parse_expr(src: &str) -> PResult<Expr> {
+    parse_expr_with(src, ParseOptions::default())
+}
+
+/// Parses one complete expression with options.
+pub fn parse_expr_with(src: &str, opts: ParseOptions) -> PResult<Expr> {
+    let mut p = Parser::new(src.as_bytes(), opts, false)?;
+    let (e, _) = p.expr()?;
+    p.expect_eof()?;
+    Ok(e)
+}
+
+/// Parses an expression from bytes; invalid UTF-8 is a parse error.
+pub fn parse_expr_bytes(src: &[u8]) -> PResult<Expr> {
+    parse_expr(check_utf8(src)?)
+}
+
+/// Parses a new-style ad `[ a = 1; b = "x" ]` (all input must be consumed).
+pub fn parse_ad(src: &str) -> PResult<ClassAd> {
+    parse_ad_with(src, ParseOptions::default())
+}
+
+/// Parses a new-style ad with options.
+pub fn parse_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
+    let mut p = Parser::new(src.as_bytes(), opts, false)?;
+    p.expect_op("[")?;
+    let (ad, _) = p.ad_body("]")?;
+    p.expect_op("]")?;
+    p.expect_eof()?;
+    Ok(ad)
+}
+
+/// Parses an old-style ad: one `Name = expression` per line, as
+/// `condor_q -l` prints them. Following HTCondor's reader, a blank line ends
+/// the ad, `#` lines are skipped, and a line that does not parse ends the ad
+/// (an error only if it is the first line). Backslashes in strings are
+/// literal except `\"`.
+pub fn parse_old_ad(src: &str) -> PResult<ClassAd> {
+    parse_old_ad_with(src, ParseOptions::default())
+}
+
+/// Old-style ad parsing with options.
+pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
+    let mut ad = ClassAd::new();
+    let mut any = false;
+    for (lineno, raw) in src.split('\n').enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() {
+            if any {
+                break;
+            }
+            continue;
+        }
+        if trimmed.starts_with('#') {
+            continue;
+        }
+        match parse_old_line(line, opts) {
+            Ok((name, e)) => {
+                ad.insert(name.as_str(), e);
+                any = true;
+            }
+            Err(mut err) => {
+                if !any {
+                    err.line = lineno as u32 + 1;
+                    return Err(err);
+                }
+                break;
+            }
+        }
+    }
+    if !any {
+        return Err(ParseError::new(1, 1, "no attributes found"));
+    }
+    Ok(ad)
+}
+
+/// Parses one `Name = expr` line of an old-style ad. The name is everything
+/// before the first `=` (trailing blanks removed); anything after the first
+/// complete expression is ignored.
+pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)> {
+    if line.trim_start().starts_with("//") {
+        return Err(ParseError::new(1, 1, "comment line ends the ad"));
+    }
+    let eq = line.find('=').ok_or_else(|| ParseError::new(1, 1, "expected `Name = expression`"))?;
+    let name = line[..eq].trim_start().trim_end_matches([' ', '\t']);
+    if name.is_empty() {
+        return Err(ParseError::new(1, 1, "missing attribute name"));
+    }
+    let rhs = &line[eq + 1..];
+    let opts = ParseOptions { strict: false, ..opts };
+    let mut p = Parser::new(rhs.as_bytes(), opts, true)
+        .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
+    let (e, _) = p.expr().map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
+    Ok((name.to_string(), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_carry_position() {
+        let e = parse_expr("1 +\n  * 2").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 3));
+        assert!(e.msg.contains("expected an expression"), "{}", e.msg);
+        let e = parse_expr("\"abc").unwrap_err();
+        assert!(e.msg.contains("unterminated string"));
+    }
+
+    #[test]
+    fn hostile_input_is_rejected_without_panicking() {
+        let deep = "(".repeat(100_000);
+        assert!(parse_expr(&deep).is_err());
+        let deep_ok = format!("{}1{}", "(".repeat(2000), ")".repeat(2000));
+        assert!(parse_expr(&deep_ok).unwrap_err().msg.contains("nested"));
+        let chain = vec!["1"; 50_000].join("+");
+        assert!(parse_expr(&chain).is_err());
+        let nots = format!("{}x", "!".repeat(100_000));
+        assert!(parse_expr(&nots).is_err());
+        assert!(parse_expr_bytes(b"\"\xff\"").unwrap_err().msg.contains("UTF-8"));
+        let huge = "9".repeat(100_000);
+        assert!(parse_expr(&huge).is_ok());
+        assert!(parse_expr("/* never closed").is_err());
+    }
+}
