@@ -534,17 +534,21 @@ impl Evaluator {
     }
 
     fn eval_select(&mut self, base: &Expr, n: &Name, cur: Option<FrameId>) -> Val {
-        match self.eval_in(base, cur) {
+        let v = self.eval_in(base, cur);
+        self.select_value(v, n.sym, cur)
+    }
+
+    /// Selection from a value: an attribute of an ad, mapped over the
+    /// elements of a list (recursively; non-ads give ERROR entries).
+    fn select_value(&mut self, v: Val, sym: Sym, cur: Option<FrameId>) -> Val {
+        match v {
             Val::Undefined => Val::Undefined,
-            Val::Ad(f) => self.select_in(f, n.sym),
+            Val::Ad(f) => self.select_in(f, sym),
             Val::List(items, _) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items.iter() {
-                    let v = match self.eval_rooted(item, cur) {
-                        Val::Ad(f) => self.select_in(f, n.sym),
-                        Val::Undefined => Val::Undefined,
-                        _ => Val::Error,
-                    };
+                    let elem = self.eval_rooted(item, cur);
+                    let v = self.select_value(elem, sym, cur);
                     out.push(self.val_to_expr(v));
                 }
                 Val::List(Arc::new(out), None)
@@ -798,8 +802,24 @@ fn bitwise(op: BinOp, x: &Val, y: &Val) -> Val {
         BinOp::BitOr => Val::Int(a | b),
         BinOp::BitXor => Val::Int(a ^ b),
         BinOp::Shl => Val::Int(a.wrapping_shl((b & 63) as u32)),
-        BinOp::Shr => Val::Int(a.wrapping_shr((b & 63) as u32)),
-        BinOp::UShr => Val::Int(((a as u64).wrapping_shr((b & 63) as u32)) as i64),
+        // The reference shifts non-negative values with the machine's shift
+        // (count taken mod 64) but handles negative ones by hand: `>>`
+        // shifts one bit at a time `b` times (none for b <= 0), and `>>>`
+        // clears the sign after one shift, then shifts `b - 1` (mod 64).
+        BinOp::Shr if a >= 0 => Val::Int(a.wrapping_shr((b & 63) as u32)),
+        BinOp::Shr => {
+            let n = b.clamp(0, 64);
+            let mut v = a;
+            for _ in 0..n {
+                v = (v >> 1) | i64::MIN;
+            }
+            Val::Int(v)
+        }
+        BinOp::UShr if a >= 0 => Val::Int(a.wrapping_shr((b & 63) as u32)),
+        BinOp::UShr => {
+            let v = (a >> 1) & i64::MAX;
+            Val::Int(v.wrapping_shr((b.wrapping_sub(1) & 63) as u32))
+        }
         _ => Val::Error,
     }
 }
@@ -851,7 +871,8 @@ fn compare(op: BinOp, x: &Val, y: &Val) -> Val {
 /// `=?=`: same type and same value (strings case-sensitively).
 pub(crate) fn identical(x: &Val, y: &Val) -> Option<bool> {
     Some(match (x, y) {
-        (Val::List(..), _) | (_, Val::List(..)) | (Val::Ad(_), _) | (_, Val::Ad(_)) => return None,
+        // Two lists or two ads cannot be compared, even with `=?=`.
+        (Val::List(..), Val::List(..)) | (Val::Ad(_), Val::Ad(_)) => return None,
         (Val::Undefined, Val::Undefined) | (Val::Error, Val::Error) => true,
         (Val::Bool(a), Val::Bool(b)) => a == b,
         (Val::Int(a), Val::Int(b)) => a == b,

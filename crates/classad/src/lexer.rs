@@ -307,6 +307,9 @@ impl<'a> Lexer<'a> {
                 return Err(self.err(start, "malformed octal literal"));
             }
         }
+        if !self.strict && digits == b"0" && matches!(self.peek_at(0), b'x' | b'X') {
+            return Err(self.err(start, "hexadecimal literals are not supported"));
+        }
         if self.strict
             && digits == b"0"
             && matches!(self.peek_at(0), b'x' | b'X')

@@ -35,6 +35,8 @@ pub(crate) struct Parser<'a> {
     lex: Lexer<'a>,
     tok: Token,
     opts: ParseOptions,
+    /// Old ClassAd syntax: adjacent string literals are not merged.
+    old: bool,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -70,7 +72,7 @@ impl<'a> Parser<'a> {
     pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let tok = lex.next_token()?;
-        Ok(Parser { lex, tok, opts })
+        Ok(Parser { lex, tok, opts, old: old_strings })
     }
 
     fn advance(&mut self) -> PResult<Token> {
@@ -111,29 +113,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// expression := logical-or [ '?' expression ':' expression | '?:' expression ]
+    /// expression := logical-or [ '?' expression ':' expression ]
     pub(crate) fn expr(&mut self) -> PResult<(Expr, u32)> {
         let (cond, d0) = self.binary(1)?;
-        match self.tok.tok {
-            Tok::Op("?") => {
-                self.advance()?;
-                if self.tok.tok == Tok::Op(":") {
-                    self.advance()?;
-                    let (b, d1) = self.expr()?;
-                    return self.depth(Expr::Elvis(Box::new(cond), Box::new(b)), d0.max(d1));
-                }
-                let (a, d1) = self.expr()?;
-                self.expect_op(":")?;
-                let (b, d2) = self.expr()?;
-                self.depth(Expr::Cond(Box::new((cond, a, b))), d0.max(d1).max(d2))
-            }
-            Tok::Op("?:") => {
-                self.advance()?;
-                let (b, d1) = self.expr()?;
-                self.depth(Expr::Elvis(Box::new(cond), Box::new(b)), d0.max(d1))
-            }
-            _ => Ok((cond, d0)),
+        if self.tok.tok == Tok::Op("?") {
+            self.advance()?;
+            let (a, d1) = self.expr()?;
+            self.expect_op(":")?;
+            let (b, d2) = self.expr()?;
+            return self.depth(Expr::Cond(Box::new((cond, a, b))), d0.max(d1).max(d2));
         }
+        Ok((cond, d0))
     }
 
     fn depth(&self, e: Expr, child: u32) -> PResult<(Expr, u32)> {
@@ -144,7 +134,7 @@ impl<'a> Parser<'a> {
     }
 
     fn binary(&mut self, min_prec: u8) -> PResult<(Expr, u32)> {
-        let (mut lhs, mut d) = self.unary()?;
+        let (mut lhs, mut d) = self.elvis()?;
         while let Some((prec, op)) = bin_info(&self.tok.tok) {
             if prec < min_prec {
                 break;
@@ -152,6 +142,20 @@ impl<'a> Parser<'a> {
             self.advance()?;
             let (rhs, dr) = self.binary(prec + 1)?;
             let (e, nd) = self.depth(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), d.max(dr))?;
+            lhs = e;
+            d = nd;
+        }
+        Ok((lhs, d))
+    }
+
+    /// The reference binds `?:` (Elvis) tighter than every binary
+    /// operator: `a ?: b + c` is `(a ?: b) + c`.
+    fn elvis(&mut self) -> PResult<(Expr, u32)> {
+        let (mut lhs, mut d) = self.unary()?;
+        while self.tok.tok == Tok::Op("?:") {
+            self.advance()?;
+            let (rhs, dr) = self.unary()?;
+            let (e, nd) = self.depth(Expr::Elvis(Box::new(lhs), Box::new(rhs)), d.max(dr))?;
             lhs = e;
             d = nd;
         }
@@ -199,6 +203,10 @@ impl<'a> Parser<'a> {
             match self.tok.tok {
                 Tok::Op(".") => {
                     self.advance()?;
+                    // The reference accepts repeated dots (`a..b` is `a.b`).
+                    while self.tok.tok == Tok::Op(".") {
+                        self.advance()?;
+                    }
                     let name = self.attr_name()?;
                     let (ne, nd) = self.depth(Expr::Select(Box::new(e), name), d)?;
                     e = ne;
@@ -261,6 +269,9 @@ impl<'a> Parser<'a> {
                 while let Tok::Str(s) = &self.tok.tok {
                     bytes.extend_from_slice(s);
                     self.advance()?;
+                    if self.old {
+                        break;
+                    }
                 }
                 lit(Value::Str(Arc::from(bytes)))
             }
@@ -294,6 +305,9 @@ impl<'a> Parser<'a> {
             }
             Tok::Op(".") => {
                 self.advance()?;
+                while self.tok.tok == Tok::Op(".") {
+                    self.advance()?;
+                }
                 let name = self.attr_name()?;
                 Ok((Expr::AbsAttr(name), 1))
             }
@@ -379,11 +393,16 @@ impl<'a> Parser<'a> {
     pub(crate) fn ad_body(&mut self, close: &'static str) -> PResult<(ClassAd, u32)> {
         let mut ad = ClassAd::new();
         let mut d = 0;
+        if self.tok.tok == Tok::Op(close) {
+            return Ok((ad, d));
+        }
         loop {
             while self.tok.tok == Tok::Op(";") {
                 self.advance()?;
             }
-            if self.tok.tok == Tok::Op(close) || (close.is_empty() && self.at_eof()) {
+            // Semicolons may separate or trail attributes, but an ad of
+            // semicolons only (`[;]`) is rejected, as by the reference.
+            if self.tok.tok == Tok::Op(close) && !ad.is_empty() {
                 return Ok((ad, d));
             }
             let name = self.attr_name()?;
