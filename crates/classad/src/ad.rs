@@ -153,8 +153,7 @@ impl PartialEq for ClassAd {
         if self.ptr_eq(other) {
             return true;
         }
-        self.len() == other.len()
-            && self.iter().all(|(n, e)| other.lookup_sym(n.sym) == Some(e))
+        self.len() == other.len() && self.iter().all(|(n, e)| other.lookup_sym(n.sym) == Some(e))
     }
 }
 

@@ -135,11 +135,36 @@ impl Expr {
     }
 }
 
-/// Structural equality: same tree, same literals (reals bit-for-bit except
-/// that all NaNs are equal), attribute names compared case-insensitively.
+/// `-` applied to a numeric literal, folded into one literal the way the
+/// lexer folds `-1`.
+fn negated_literal(e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Unary(UnOp::Neg, inner) => match &**inner {
+            Expr::Lit(Value::Int(i)) => Some(Value::Int(i.wrapping_neg())),
+            Expr::Lit(Value::Real(r)) => Some(Value::Real(-r)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Structural equality: same tree, attribute and function names compared
+/// case-insensitively, literals compared as the canonical unparser prints
+/// them (reals to 16 significant digits, as HTCondor does). A minus sign
+/// applied to a numeric literal equals the negative literal (`- 1` and `-1`
+/// print alike and mean the same), so `parse(unparse(e)) == e` holds.
 impl PartialEq for Expr {
     fn eq(&self, other: &Expr) -> bool {
         use Expr::*;
+        if let Some(v) = negated_literal(self) {
+            return match other {
+                Lit(w) => v.same_literal(w),
+                _ => negated_literal(other).is_some_and(|w| v.same_literal(&w)),
+            };
+        }
+        if let (Lit(a), Some(w)) = (self, negated_literal(other)) {
+            return a.same_literal(&w);
+        }
         match (self, other) {
             (Lit(a), Lit(b)) => a.same_literal(b),
             (RelTimeStr(a), RelTimeStr(b)) => a.to_bits() == b.to_bits(),

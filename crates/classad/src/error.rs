@@ -12,6 +12,10 @@ pub struct ParseError {
 
 impl ParseError {
     pub(crate) fn new(line: u32, col: u32, msg: impl Into<String>) -> ParseError {
-        ParseError { line, col, msg: msg.into() }
+        ParseError {
+            line,
+            col,
+            msg: msg.into(),
+        }
     }
 }

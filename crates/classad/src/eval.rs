@@ -39,7 +39,12 @@ pub struct EvalOptions {
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        EvalOptions { strict: false, now: 0.0, tz: time::utc_zone, seed: 0x5eed }
+        EvalOptions {
+            strict: false,
+            now: 0.0,
+            tz: time::utc_zone,
+            seed: 0x5eed,
+        }
     }
 }
 
@@ -99,9 +104,11 @@ fn match_ads() -> &'static (ClassAd, ClassAd, ClassAd) {
     ADS.get_or_init(|| {
         let p = |s: &str| crate::parser::parse_ad(s).unwrap_or_default();
         (
-            p("[symmetricMatch = RIGHT.requirements && LEFT.requirements; \
+            p(
+                "[symmetricMatch = RIGHT.requirements && LEFT.requirements; \
                leftMatchesRight = RIGHT.requirements; rightMatchesLeft = LEFT.requirements; \
-               leftRankValue = LEFT.rank; rightRankValue = RIGHT.rank]"),
+               leftRankValue = LEFT.rank; rightRankValue = RIGHT.rank]",
+            ),
             p("[other = .RIGHT; target = .RIGHT; my = .LEFT; ad = .LEFT]"),
             p("[other = .LEFT; target = .LEFT; my = .RIGHT; ad = .RIGHT]"),
         )
@@ -164,7 +171,12 @@ impl Evaluator {
     }
 
     fn push_frame(&mut self, ad: ClassAd, parent: Option<FrameId>) -> FrameId {
-        self.frames.push(Frame { ad, parent, alt: None, kind: FrameKind::Plain });
+        self.frames.push(Frame {
+            ad,
+            parent,
+            alt: None,
+            kind: FrameKind::Plain,
+        });
         (self.frames.len() - 1) as FrameId
     }
 
@@ -181,7 +193,12 @@ impl Evaluator {
             }
             (Some(m), Some(t)) => {
                 let (root, lctx, rctx) = match_ads();
-                self.frames.push(Frame { ad: root.clone(), parent: None, alt: None, kind: FrameKind::MatchRoot });
+                self.frames.push(Frame {
+                    ad: root.clone(),
+                    parent: None,
+                    alt: None,
+                    kind: FrameKind::MatchRoot,
+                });
                 self.push_frame(lctx.clone(), Some(ROOT));
                 self.push_frame(rctx.clone(), Some(ROOT));
                 self.push_frame(m.clone(), Some(LCTX));
@@ -303,8 +320,11 @@ impl Evaluator {
             if let Some(found) = self.frame_lookup(current, sym) {
                 return found;
             }
-            let superscope =
-                if Some(current) == self.root { None } else { self.frames[current as usize].parent };
+            let superscope = if Some(current) == self.root {
+                None
+            } else {
+                self.frames[current as usize].parent
+            };
             let special = match sym {
                 wk::TOPLEVEL | wk::ROOT | wk::SELF | wk::PARENT => true,
                 wk::MY | wk::CURRENT_TIME => !self.opts.strict,
@@ -313,12 +333,19 @@ impl Evaluator {
             if !special {
                 // Fast path for a match: from a side's own frame, TARGET and
                 // OTHER name the other side (what its context ad binds).
-                if matches!(sym, wk::TARGET | wk::OTHER) && self.matching && (current == LEFT || current == RIGHT) {
-                    let ctx_binds = self.frames[(if current == LEFT { LCTX } else { RCTX }) as usize]
+                if matches!(sym, wk::TARGET | wk::OTHER)
+                    && self.matching
+                    && (current == LEFT || current == RIGHT)
+                {
+                    let ctx_binds = self.frames
+                        [(if current == LEFT { LCTX } else { RCTX }) as usize]
                         .ad
                         .lookup_sym(sym)
                         .is_some();
-                    if ctx_binds && self.frames[current as usize].parent == Some(if current == LEFT { LCTX } else { RCTX }) {
+                    if ctx_binds
+                        && self.frames[current as usize].parent
+                            == Some(if current == LEFT { LCTX } else { RCTX })
+                    {
                         return Found::Val(Val::Ad(if current == LEFT { RIGHT } else { LEFT }));
                     }
                 }
@@ -427,7 +454,11 @@ impl Evaluator {
 
     /// The expression bound to a name in scope (for `unparse()` and
     /// friends), with the frame it lives in.
-    pub(crate) fn find_attr_expr(&mut self, e: &Expr, cur: Option<FrameId>) -> Option<(Expr, FrameId)> {
+    pub(crate) fn find_attr_expr(
+        &mut self,
+        e: &Expr,
+        cur: Option<FrameId>,
+    ) -> Option<(Expr, FrameId)> {
         let (start, sym, absolute) = match e {
             Expr::Attr(n) => (cur?, n.sym, false),
             Expr::AbsAttr(n) => (self.root?, n.sym, true),
@@ -726,12 +757,20 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
     // time arithmetic first
     match (op, x, y) {
         (BinOp::Add, Val::Abs(a), Val::Rel(r)) | (BinOp::Add, Val::Rel(r), Val::Abs(a)) => {
-            return Val::Abs(AbsTime { secs: a.secs.wrapping_add(*r as i64), offset: a.offset });
+            return Val::Abs(AbsTime {
+                secs: a.secs.wrapping_add(*r as i64),
+                offset: a.offset,
+            });
         }
         (BinOp::Sub, Val::Abs(a), Val::Rel(r)) => {
-            return Val::Abs(AbsTime { secs: a.secs.wrapping_sub(*r as i64), offset: a.offset });
+            return Val::Abs(AbsTime {
+                secs: a.secs.wrapping_sub(*r as i64),
+                offset: a.offset,
+            });
         }
-        (BinOp::Sub, Val::Abs(a), Val::Abs(b)) => return Val::Rel(a.secs.wrapping_sub(b.secs) as f64),
+        (BinOp::Sub, Val::Abs(a), Val::Abs(b)) => {
+            return Val::Rel(a.secs.wrapping_sub(b.secs) as f64)
+        }
         (BinOp::Add, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a + b),
         (BinOp::Sub, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a - b),
         (BinOp::Mul, Val::Rel(a), n) | (BinOp::Mul, n, Val::Rel(a)) => {
@@ -750,7 +789,9 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
         }
         _ => {}
     }
-    let (Some(a), Some(b)) = (num(x), num(y)) else { return Val::Error };
+    let (Some(a), Some(b)) = (num(x), num(y)) else {
+        return Val::Error;
+    };
     match (a, b) {
         (Num::I(a), Num::I(b)) => match op {
             BinOp::Add => Val::Int(a.wrapping_add(b)),
@@ -795,7 +836,9 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
 }
 
 fn bitwise(op: BinOp, x: &Val, y: &Val) -> Val {
-    let (Val::Int(a), Val::Int(b)) = (x, y) else { return Val::Error };
+    let (Val::Int(a), Val::Int(b)) = (x, y) else {
+        return Val::Error;
+    };
     let (a, b) = (*a, *b);
     match op {
         BinOp::BitAnd => Val::Int(a & b),
@@ -857,7 +900,9 @@ fn compare(op: BinOp, x: &Val, y: &Val) -> Val {
             _ => return Val::Error,
         },
     };
-    let Some(o) = ord else { return Val::Bool(op == BinOp::Ne) };
+    let Some(o) = ord else {
+        return Val::Bool(op == BinOp::Ne);
+    };
     Val::Bool(match op {
         BinOp::Lt => o == Ordering::Less,
         BinOp::Le => o != Ordering::Greater,
@@ -899,9 +944,12 @@ pub(crate) fn binary(op: BinOp, x: Val, y: Val) -> Val {
             }
             match op {
                 BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => arith(op, &x, &y),
-                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr | BinOp::UShr => {
-                    bitwise(op, &x, &y)
-                }
+                BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor
+                | BinOp::Shl
+                | BinOp::Shr
+                | BinOp::UShr => bitwise(op, &x, &y),
                 _ => compare(op, &x, &y),
             }
         }

@@ -114,7 +114,15 @@ fn op1(c: u8) -> &'static str {
 
 impl<'a> Lexer<'a> {
     pub(crate) fn new(src: &'a [u8], strict: bool, old_strings: bool) -> Lexer<'a> {
-        Lexer { src, pos: 0, line: 1, line_start: 0, strict, old_strings, prev_operand: false }
+        Lexer {
+            src,
+            pos: 0,
+            line: 1,
+            line_start: 0,
+            strict,
+            old_strings,
+            prev_operand: false,
+        }
     }
 
     fn err(&self, at: usize, msg: impl Into<String>) -> ParseError {
@@ -269,7 +277,10 @@ impl<'a> Lexer<'a> {
         if self.peek_at(0) == b'.' {
             // digits must follow the point
             if !self.peek_at(1).is_ascii_digit() {
-                return Err(self.err(self.pos, "a real number needs digits after the decimal point"));
+                return Err(self.err(
+                    self.pos,
+                    "a real number needs digits after the decimal point",
+                ));
             }
             is_real = true;
             self.pos += 1;
@@ -293,7 +304,9 @@ impl<'a> Lexer<'a> {
         }
         let text = std::str::from_utf8(&self.src[s..self.pos]).unwrap_or("0");
         if is_real {
-            let v: f64 = text.parse().map_err(|_| self.err(start, "malformed real number"))?;
+            let v: f64 = text
+                .parse()
+                .map_err(|_| self.err(start, "malformed real number"))?;
             return Ok(Tok::Real(if negative { -v } else { v }));
         }
         let digits = &self.src[s..int_end];

@@ -89,7 +89,10 @@ pub fn intern(name: &str) -> Sym {
     }
     let mut guard = interner().write().unwrap_or_else(|e| e.into_inner());
     let next = guard.map.len() as u32;
-    let id = *guard.map.entry(lowered.into_owned().into_boxed_str()).or_insert(next);
+    let id = *guard
+        .map
+        .entry(lowered.into_owned().into_boxed_str())
+        .or_insert(next);
     Sym(id)
 }
 
@@ -104,7 +107,10 @@ pub struct Name {
 impl Name {
     /// Makes a name, interning its folded form.
     pub fn new(text: &str) -> Name {
-        Name { sym: intern(text), text: Arc::from(text) }
+        Name {
+            sym: intern(text),
+            text: Arc::from(text),
+        }
     }
 
     /// The name as written.

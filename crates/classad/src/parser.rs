@@ -27,7 +27,10 @@ pub struct ParseOptions {
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        ParseOptions { strict: false, tz: time::utc_zone }
+        ParseOptions {
+            strict: false,
+            tz: time::utc_zone,
+        }
     }
 }
 
@@ -72,7 +75,12 @@ impl<'a> Parser<'a> {
     pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let tok = lex.next_token()?;
-        Ok(Parser { lex, tok, opts, old: old_strings })
+        Ok(Parser {
+            lex,
+            tok,
+            opts,
+            old: old_strings,
+        })
     }
 
     fn advance(&mut self) -> PResult<Token> {
@@ -85,7 +93,10 @@ impl<'a> Parser<'a> {
     }
 
     fn unexpected(&self, wanted: &str) -> ParseError {
-        self.err_here(format!("expected {wanted}, found {}", self.tok.tok.describe()))
+        self.err_here(format!(
+            "expected {wanted}, found {}",
+            self.tok.tok.describe()
+        ))
     }
 
     fn expect_op(&mut self, op: &'static str) -> PResult<()> {
@@ -98,7 +109,9 @@ impl<'a> Parser<'a> {
     }
 
     fn too_deep(&self) -> ParseError {
-        self.err_here(format!("expression nested more than {MAX_DEPTH} levels deep"))
+        self.err_here(format!(
+            "expression nested more than {MAX_DEPTH} levels deep"
+        ))
     }
 
     pub(crate) fn at_eof(&self) -> bool {
@@ -216,7 +229,8 @@ impl<'a> Parser<'a> {
                     self.advance()?;
                     let (idx, di) = self.expr()?;
                     self.expect_op("]")?;
-                    let (ne, nd) = self.depth(Expr::Index(Box::new(e), Box::new(idx)), d.max(di))?;
+                    let (ne, nd) =
+                        self.depth(Expr::Index(Box::new(e), Box::new(idx)), d.max(di))?;
                     e = ne;
                     d = nd;
                 }
@@ -385,7 +399,14 @@ impl<'a> Parser<'a> {
             }
         }
         let func = crate::functions::lookup(&name);
-        self.depth(Expr::Call(Box::new(Call { name: Arc::from(name.as_str()), func, args })), d)
+        self.depth(
+            Expr::Call(Box::new(Call {
+                name: Arc::from(name.as_str()),
+                func,
+                args,
+            })),
+            d,
+        )
     }
 
     /// The attributes of a new-style ad, up to (not including) `close`.
@@ -438,7 +459,13 @@ fn check_utf8(src: &[u8]) -> PResult<&str> {
         let at = e.valid_up_to();
         let before = &src[..at];
         let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
-        let col = (at - before.iter().rposition(|b| *b == b'\n').map(|p| p + 1).unwrap_or(0)) as u32 + 1;
+        let col = (at
+            - before
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map(|p| p + 1)
+                .unwrap_or(0)) as u32
+            + 1;
         ParseError::new(line, col, "input is not valid UTF-8")
     })
 }
@@ -528,16 +555,23 @@ pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)>
     if line.trim_start().starts_with("//") {
         return Err(ParseError::new(1, 1, "comment line ends the ad"));
     }
-    let eq = line.find('=').ok_or_else(|| ParseError::new(1, 1, "expected `Name = expression`"))?;
+    let eq = line
+        .find('=')
+        .ok_or_else(|| ParseError::new(1, 1, "expected `Name = expression`"))?;
     let name = line[..eq].trim_start().trim_end_matches([' ', '\t']);
     if name.is_empty() {
         return Err(ParseError::new(1, 1, "missing attribute name"));
     }
     let rhs = &line[eq + 1..];
-    let opts = ParseOptions { strict: false, ..opts };
+    let opts = ParseOptions {
+        strict: false,
+        ..opts
+    };
     let mut p = Parser::new(rhs.as_bytes(), opts, true)
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
-    let (e, _) = p.expr().map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
+    let (e, _) = p
+        .expr()
+        .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
     Ok((name.to_string(), e))
 }
 
@@ -564,7 +598,10 @@ mod tests {
         assert!(parse_expr(&chain).is_err());
         let nots = format!("{}x", "!".repeat(100_000));
         assert!(parse_expr(&nots).is_err());
-        assert!(parse_expr_bytes(b"\"\xff\"").unwrap_err().msg.contains("UTF-8"));
+        assert!(parse_expr_bytes(b"\"\xff\"")
+            .unwrap_err()
+            .msg
+            .contains("UTF-8"));
         let huge = "9".repeat(100_000);
         assert!(parse_expr(&huge).is_ok());
         assert!(parse_expr("/* never closed").is_err());

@@ -259,7 +259,15 @@ pub fn format_reltime(r: f64) -> String {
     s
 }
 
-const WDAY: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const WDAY: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
 const MONTH: [&str; 12] = [
     "January",
     "February",
@@ -336,16 +344,30 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
             ),
             b'C' => push(w, format!("{:02}", tm.year.div_euclid(100))),
             b'd' => push(w, format!("{:02}", tm.mday)),
-            b'D' => push(w, format!("{:02}/{:02}/{:02}", tm.mon + 1, tm.mday, tm.year.rem_euclid(100))),
+            b'D' => push(
+                w,
+                format!(
+                    "{:02}/{:02}/{:02}",
+                    tm.mon + 1,
+                    tm.mday,
+                    tm.year.rem_euclid(100)
+                ),
+            ),
             b'e' => push(w, format!("{:>2}", tm.mday)),
             b'F' => push(w, format!("{}-{:02}-{:02}", tm.year, tm.mon + 1, tm.mday)),
             b'g' => push(w, format!("{:02}", iso_week(tm).0.rem_euclid(100))),
             b'G' => push(w, format!("{}", iso_week(tm).0)),
             b'H' => push(w, format!("{:02}", tm.hour)),
-            b'I' => push(w, format!("{:02}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 })),
+            b'I' => push(
+                w,
+                format!("{:02}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 }),
+            ),
             b'j' => push(w, format!("{:03}", tm.yday + 1)),
             b'k' => push(w, format!("{:>2}", tm.hour)),
-            b'l' => push(w, format!("{:>2}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 })),
+            b'l' => push(
+                w,
+                format!("{:>2}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 }),
+            ),
             b'm' => push(w, format!("{:02}", tm.mon + 1)),
             b'M' => push(w, format!("{:02}", tm.min)),
             b'n' => w.push(b'\n'),
@@ -378,13 +400,29 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
             b'V' => push(w, format!("{:02}", iso_week(tm).1)),
             b'w' => push(w, format!("{}", tm.wday)),
             b'W' => push(w, format!("{:02}", (tm.yday + 7 - (tm.wday + 6) % 7) / 7)),
-            b'x' => push(w, format!("{:02}/{:02}/{:02}", tm.mon + 1, tm.mday, tm.year.rem_euclid(100))),
+            b'x' => push(
+                w,
+                format!(
+                    "{:02}/{:02}/{:02}",
+                    tm.mon + 1,
+                    tm.mday,
+                    tm.year.rem_euclid(100)
+                ),
+            ),
             b'X' => push(w, format!("{:02}:{:02}:{:02}", tm.hour, tm.min, tm.sec)),
             b'y' => push(w, format!("{:02}", tm.year.rem_euclid(100))),
             b'Y' => push(w, format!("{}", tm.year)),
             b'z' => {
                 let a = tm.gmtoff.unsigned_abs();
-                push(w, format!("{}{:02}{:02}", if tm.gmtoff < 0 { '-' } else { '+' }, a / 3600, (a % 3600) / 60))
+                push(
+                    w,
+                    format!(
+                        "{}{:02}{:02}",
+                        if tm.gmtoff < 0 { '-' } else { '+' },
+                        a / 3600,
+                        (a % 3600) / 60
+                    ),
+                )
             }
             b'Z' => push(w, (if tm.gmtoff == 0 { "UTC" } else { "" }).to_string()),
             b'%' => w.push(b'%'),
@@ -413,22 +451,37 @@ mod tests {
     #[test]
     fn abstime_forms() {
         let t = |s| parse_abstime(s, utc_zone);
-        assert_eq!(t("2020-01-01T00:00:00Z"), Some(AbsTime { secs: 1577836800, offset: 0 }));
+        assert_eq!(
+            t("2020-01-01T00:00:00Z"),
+            Some(AbsTime {
+                secs: 1577836800,
+                offset: 0
+            })
+        );
         assert_eq!(t("20200101T120000Z").map(|a| a.secs), Some(1577880000));
         assert_eq!(t("2020-01-01 12:00:00").map(|a| a.secs), Some(1577880000));
         assert_eq!(t("2020-01-01").map(|a| a.secs), Some(1577836800));
         assert_eq!(
             t("2020-06-15T08:30:00+0200"),
-            Some(AbsTime { secs: 1592202600, offset: 7200 })
+            Some(AbsTime {
+                secs: 1592202600,
+                offset: 7200
+            })
         );
         assert_eq!(t("1969-12-31T23:59:59Z"), None);
         assert_eq!(t("now"), None);
         assert_eq!(t("2020-01-01T00:00:00.5Z"), None);
         assert_eq!(
-            format_abstime(AbsTime { secs: 1577836800, offset: 19800 }),
+            format_abstime(AbsTime {
+                secs: 1577836800,
+                offset: 19800
+            }),
             "2020-01-01T05:30:00+05:30"
         );
-        assert_eq!(format_abstime(AbsTime { secs: 0, offset: 0 }), "1970-01-01T00:00:00-00:00");
+        assert_eq!(
+            format_abstime(AbsTime { secs: 0, offset: 0 }),
+            "1970-01-01T00:00:00-00:00"
+        );
     }
 
     #[test]
@@ -450,6 +503,9 @@ mod tests {
     fn strftime_c_locale() {
         let tm = broken_down(0, 0);
         assert_eq!(strftime(b"%c", &tm), b"Thu Jan  1 00:00:00 1970");
-        assert_eq!(strftime(b"%Y-%m-%d %H:%M:%S %j %a %A %b %B", &tm), b"1970-01-01 00:00:00 001 Thu Thursday Jan January");
+        assert_eq!(
+            strftime(b"%Y-%m-%d %H:%M:%S %j %a %A %b %B", &tm),
+            b"1970-01-01 00:00:00 001 Thu Thursday Jan January"
+        );
     }
 }

@@ -44,9 +44,17 @@ fn is_identifier(s: &str) -> bool {
 }
 
 fn is_reserved(s: &str) -> bool {
-    ["true", "false", "undefined", "error", "is", "isnt", "parent"]
-        .iter()
-        .any(|k| s.eq_ignore_ascii_case(k))
+    [
+        "true",
+        "false",
+        "undefined",
+        "error",
+        "is",
+        "isnt",
+        "parent",
+    ]
+    .iter()
+    .any(|k| s.eq_ignore_ascii_case(k))
 }
 
 /// Appends an attribute name, single-quoted when it is not a plain

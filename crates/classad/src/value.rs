@@ -110,7 +110,8 @@ impl Value {
 
     /// The string contents as text (invalid UTF-8 replaced), if a string.
     pub fn as_string(&self) -> Option<String> {
-        self.as_bytes().map(|b| String::from_utf8_lossy(b).into_owned())
+        self.as_bytes()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
     }
 
     /// The number as an integer (reals truncated, booleans 0/1).
@@ -139,8 +140,17 @@ impl Value {
             (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
-            (Value::Real(a), Value::Real(b)) | (Value::RelTime(a), Value::RelTime(b)) => {
-                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+            (Value::Real(a), Value::Real(b)) => {
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || {
+                    let (mut x, mut y) = (String::new(), String::new());
+                    format_real(*a, &mut x);
+                    format_real(*b, &mut y);
+                    x == y
+                }
+            }
+            (Value::RelTime(a), Value::RelTime(b)) => {
+                a.to_bits() == b.to_bits()
+                    || crate::time::format_reltime(*a) == crate::time::format_reltime(*b)
             }
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::AbsTime(a), Value::AbsTime(b)) => a == b,
@@ -188,7 +198,11 @@ pub fn format_real(r: f64, out: &mut String) {
     if r.is_nan() {
         out.push_str("real(\"NaN\")");
     } else if r.is_infinite() {
-        out.push_str(if r > 0.0 { "real(\"INF\")" } else { "real(\"-INF\")" });
+        out.push_str(if r > 0.0 {
+            "real(\"INF\")"
+        } else {
+            "real(\"-INF\")"
+        });
     } else if r == 0.0 {
         out.push_str(if r.is_sign_negative() { "-0.0" } else { "0.0" });
     } else {

@@ -36,7 +36,10 @@ struct Table {
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t = Table { funcs: Vec::new(), by_name: HashMap::new() };
+        let mut t = Table {
+            funcs: Vec::new(),
+            by_name: HashMap::new(),
+        };
         for family in [
             types::FUNCS,
             misc::FUNCS,
@@ -59,7 +62,10 @@ fn table() -> &'static Table {
 
 /// Resolves a function name (case-insensitive).
 pub(crate) fn lookup(name: &str) -> Option<FuncId> {
-    table().by_name.get(&name.to_ascii_lowercase()).map(|&i| FuncId(i))
+    table()
+        .by_name
+        .get(&name.to_ascii_lowercase())
+        .map(|&i| FuncId(i))
 }
 
 /// Whether `name` is a builtin function.

@@ -1,0 +1,44 @@
+//! Keeps ARCHITECTURE.md's dependency table true: reads `cargo metadata`
+//! and checks which of our crates each crate may depend on.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// crate -> our crates it may depend on (normal and build dependencies).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("classad", &[]),
+    ("skua-config", &[]),
+    ("skua-cli", &["classad", "skua-config"]),
+    ("skua", &["skua-cli"]),
+];
+
+#[test]
+fn dependency_rules_hold() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "cargo metadata failed");
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata json");
+    let packages = meta["packages"].as_array().expect("packages");
+    let ours: Vec<String> = packages
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(String::from))
+        .collect();
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    for p in packages {
+        let name = p["name"].as_str().expect("name");
+        let Some(ok) = allowed.get(name) else {
+            panic!("crate `{name}` is not in ARCHITECTURE.md's table (and this test's ALLOWED)");
+        };
+        for d in p["dependencies"].as_array().expect("deps") {
+            let dep = d["name"].as_str().expect("dep name");
+            let dev = d["kind"].as_str() == Some("dev");
+            if ours.iter().any(|o| o == dep) && !dev {
+                assert!(ok.contains(&dep), "`{name}` must not depend on `{dep}`");
+            }
+        }
+    }
+}
