@@ -33,6 +33,9 @@ struct AdInner {
     exprs: Vec<Expr>,
     /// Symbol -> position, kept only once the ad outgrows a linear scan.
     index: Option<SymMap>,
+    /// The ad defines `MY`, `TARGET` or `OTHER` itself (rare), which
+    /// disables the evaluator's match fast path for it.
+    scope_names: bool,
 }
 
 /// A ClassAd. Cloning is cheap (the attributes are shared); mutation copies
@@ -85,6 +88,10 @@ impl ClassAd {
             Some(i) => inner.exprs[i] = expr,
             None => {
                 let i = inner.names.len();
+                use crate::name::well_known as wk;
+                if matches!(name.sym, wk::MY | wk::TARGET | wk::OTHER) {
+                    inner.scope_names = true;
+                }
                 if let Some(map) = &mut inner.index {
                     map.insert(name.sym, i as u32);
                 } else if i + 1 > LINEAR_LIMIT {
@@ -138,6 +145,12 @@ impl ClassAd {
         for (n, e) in other.iter() {
             self.insert(n.clone(), e.clone());
         }
+    }
+
+    /// Whether the ad defines an attribute named `MY`, `TARGET` or `OTHER`.
+    #[inline]
+    pub(crate) fn defines_scope_names(&self) -> bool {
+        self.0.scope_names
     }
 
     /// True when both handles share the same attributes.

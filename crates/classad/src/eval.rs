@@ -56,8 +56,26 @@ enum FrameKind {
     MatchRoot,
 }
 
+/// A frame's ad: shared with the caller (cheap `Arc` clone) or one of the
+/// static ads of the match machinery (no reference counting at all).
+enum AdRef {
+    Shared(ClassAd),
+    Static(&'static ClassAd),
+}
+
+impl std::ops::Deref for AdRef {
+    type Target = ClassAd;
+    #[inline]
+    fn deref(&self) -> &ClassAd {
+        match self {
+            AdRef::Shared(a) => a,
+            AdRef::Static(a) => a,
+        }
+    }
+}
+
 pub(crate) struct Frame {
-    ad: ClassAd,
+    ad: AdRef,
     parent: Option<FrameId>,
     /// HTCondor's alternate scope: the other side of a match.
     alt: Option<FrameId>,
@@ -92,8 +110,34 @@ impl Val {
     }
 }
 
-enum Found<'e> {
-    Expr(&'e Expr, FrameId),
+/// A pointer to an expression inside an ad held by a frame.
+///
+/// Evaluation needs `&mut self` while it walks expressions that live inside
+/// the frames' ads, which the borrow checker cannot see are disjoint: the
+/// expressions live in the `Arc`-shared attribute storage of a `ClassAd`
+/// (never in the `frames` vector itself), frames are only ever appended
+/// during an evaluation, ads are never mutated through a frame, and frames
+/// are dropped only by `reset()`, which runs at the public entry points
+/// before evaluation starts (never reentrantly: builtins get no access to
+/// them). So the pointee outlives every use of an `ExprRef`.
+#[derive(Clone, Copy)]
+struct ExprRef(*const Expr);
+
+impl ExprRef {
+    /// The expression. Sound only while the frame the expression was found
+    /// in is alive, which this module guarantees for the whole evaluation
+    /// (see the type's documentation); `ExprRef` never leaves this module.
+    #[allow(unsafe_code)]
+    fn get<'x>(self) -> &'x Expr {
+        // SAFETY: the pointee lives in an ad owned by a live frame; frames
+        // are not dropped before the evaluation that created this ExprRef
+        // ends (see above).
+        unsafe { &*self.0 }
+    }
+}
+
+enum Found {
+    Expr(ExprRef, FrameId),
     Val(Val),
     Undef,
     Fail,
@@ -129,6 +173,9 @@ pub struct Evaluator {
     attr_depth: u32,
     pub(crate) failed: bool,
     pub(crate) matching: bool,
+    /// Set while an evaluation runs: the public entry points reset the
+    /// frames and must not be reentered from inside an evaluation.
+    running: bool,
     pub(crate) opts: EvalOptions,
     rng: u64,
 }
@@ -148,6 +195,7 @@ impl Evaluator {
             attr_depth: 0,
             failed: false,
             matching: false,
+            running: false,
             opts,
             rng: opts.seed | 1,
         }
@@ -172,7 +220,7 @@ impl Evaluator {
 
     fn push_frame(&mut self, ad: ClassAd, parent: Option<FrameId>) -> FrameId {
         self.frames.push(Frame {
-            ad,
+            ad: AdRef::Shared(ad),
             parent,
             alt: None,
             kind: FrameKind::Plain,
@@ -193,14 +241,15 @@ impl Evaluator {
             }
             (Some(m), Some(t)) => {
                 let (root, lctx, rctx) = match_ads();
-                self.frames.push(Frame {
-                    ad: root.clone(),
-                    parent: None,
+                let frame = |ad, parent, kind| Frame {
+                    ad: AdRef::Static(ad),
+                    parent,
                     alt: None,
-                    kind: FrameKind::MatchRoot,
-                });
-                self.push_frame(lctx.clone(), Some(ROOT));
-                self.push_frame(rctx.clone(), Some(ROOT));
+                    kind,
+                };
+                self.frames.push(frame(root, None, FrameKind::MatchRoot));
+                self.frames.push(frame(lctx, Some(ROOT), FrameKind::Plain));
+                self.frames.push(frame(rctx, Some(ROOT), FrameKind::Plain));
                 self.push_frame(m.clone(), Some(LCTX));
                 self.push_frame(t.clone(), Some(RCTX));
                 self.frames[LEFT as usize].alt = Some(RIGHT);
@@ -215,8 +264,14 @@ impl Evaluator {
     /// Evaluates `expr` with `my` as its scope and, if given, `target` as
     /// the other side of a match.
     pub fn eval(&mut self, expr: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>) -> Value {
+        if self.running {
+            debug_assert!(false, "Evaluator::eval called from inside an evaluation");
+            return Value::Error;
+        }
         let cur = self.setup(my, target);
+        self.running = true;
         let v = self.eval_in(expr, cur);
+        self.running = false;
         self.finish(v)
     }
 
@@ -227,12 +282,57 @@ impl Evaluator {
     }
 
     pub(crate) fn eval_sym(&mut self, sym: Sym, my: &ClassAd, target: Option<&ClassAd>) -> Value {
+        if self.running {
+            debug_assert!(
+                false,
+                "Evaluator::eval_attr called from inside an evaluation"
+            );
+            return Value::Error;
+        }
         let cur = self.setup(Some(my), target);
-        let v = match my.lookup_sym(sym) {
-            Some(e) => self.eval_found(e, cur.unwrap_or(ROOT)),
+        self.running = true;
+        let frame = cur.unwrap_or(ROOT);
+        let v = match self.frame_lookup(frame, sym) {
+            Some(found) => self.eval_hit(found),
             None => Val::Undefined,
         };
+        self.running = false;
         self.finish(v)
+    }
+
+    /// Evaluates attribute `left_sym` of `left` and `right_sym` of `right`
+    /// in one match of the two ads (as HTCondor's match ad evaluates
+    /// `LEFT.requirements` and `RIGHT.requirements`).
+    pub(crate) fn eval_pair(
+        &mut self,
+        left: &ClassAd,
+        left_sym: Sym,
+        right: &ClassAd,
+        right_sym: Sym,
+    ) -> (Value, Value) {
+        if self.running {
+            debug_assert!(
+                false,
+                "Evaluator::eval_pair called from inside an evaluation"
+            );
+            return (Value::Error, Value::Error);
+        }
+        self.setup(Some(left), Some(right));
+        self.running = true;
+        let mut side = |ev: &mut Evaluator, frame: FrameId, sym: Sym| {
+            ev.failed = false;
+            ev.in_progress.clear();
+            ev.attr_depth = 0;
+            let v = match ev.frame_lookup(frame, sym) {
+                Some(found) => ev.eval_hit(found),
+                None => Val::Undefined,
+            };
+            ev.finish(v)
+        };
+        let l = side(self, LEFT, left_sym);
+        let r = side(self, RIGHT, right_sym);
+        self.running = false;
+        (l, r)
     }
 
     fn finish(&mut self, v: Val) -> Value {
@@ -261,14 +361,14 @@ impl Evaluator {
     pub(crate) fn frame_ad(&self, f: FrameId) -> ClassAd {
         let fr = &self.frames[f as usize];
         if fr.kind == FrameKind::MatchRoot {
-            let mut ad = fr.ad.clone();
-            ad.insert("lCtx", Expr::Ad(self.frames[LCTX as usize].ad.clone()));
-            ad.insert("rCtx", Expr::Ad(self.frames[RCTX as usize].ad.clone()));
-            ad.insert("LEFT", Expr::Ad(self.frames[LEFT as usize].ad.clone()));
-            ad.insert("RIGHT", Expr::Ad(self.frames[RIGHT as usize].ad.clone()));
+            let mut ad = (*fr.ad).clone();
+            ad.insert("lCtx", Expr::Ad((*self.frames[LCTX as usize].ad).clone()));
+            ad.insert("rCtx", Expr::Ad((*self.frames[RCTX as usize].ad).clone()));
+            ad.insert("LEFT", Expr::Ad((*self.frames[LEFT as usize].ad).clone()));
+            ad.insert("RIGHT", Expr::Ad((*self.frames[RIGHT as usize].ad).clone()));
             return ad;
         }
-        fr.ad.clone()
+        (*fr.ad).clone()
     }
 
     pub(crate) fn fail(&mut self) -> Val {
@@ -296,7 +396,9 @@ impl Evaluator {
 
     // ----- scopes -------------------------------------------------------
 
-    fn frame_lookup(&self, f: FrameId, sym: Sym) -> Option<Found<'_>> {
+    /// Looks `sym` up in the ad of frame `f` only.
+    #[inline]
+    fn frame_lookup(&self, f: FrameId, sym: Sym) -> Option<Found> {
         let fr = &self.frames[f as usize];
         if fr.kind == FrameKind::MatchRoot {
             let side = match sym {
@@ -310,12 +412,24 @@ impl Evaluator {
                 return Some(Found::Val(Val::Ad(s)));
             }
         }
-        fr.ad.lookup_sym(sym).map(|e| Found::Expr(e, f))
+        fr.ad.lookup_sym(sym).map(|e| Found::Expr(ExprRef(e), f))
     }
 
-    /// The reference library's `LookupInScope`.
-    fn lookup_in_scope(&self, start: FrameId, sym: Sym) -> Found<'_> {
+    /// The reference library's `LookupInScope`: the current frame, then its
+    /// lexical parents up to the root; special names where the first
+    /// lookup fails.
+    fn lookup_in_scope(&self, start: FrameId, sym: Sym) -> Found {
         let mut current = start;
+        // Fast path in a match: from a side's own frame, TARGET and OTHER
+        // name the other side (what its context ad binds them to), unless
+        // the side's ad defines such a name itself.
+        if self.matching
+            && (start == LEFT || start == RIGHT)
+            && matches!(sym, wk::TARGET | wk::OTHER)
+            && !self.frames[start as usize].ad.defines_scope_names()
+        {
+            return Found::Val(Val::Ad(if start == LEFT { RIGHT } else { LEFT }));
+        }
         loop {
             if let Some(found) = self.frame_lookup(current, sym) {
                 return found;
@@ -331,24 +445,6 @@ impl Evaluator {
                 _ => false,
             };
             if !special {
-                // Fast path for a match: from a side's own frame, TARGET and
-                // OTHER name the other side (what its context ad binds).
-                if matches!(sym, wk::TARGET | wk::OTHER)
-                    && self.matching
-                    && (current == LEFT || current == RIGHT)
-                {
-                    let ctx_binds = self.frames
-                        [(if current == LEFT { LCTX } else { RCTX }) as usize]
-                        .ad
-                        .lookup_sym(sym)
-                        .is_some();
-                    if ctx_binds
-                        && self.frames[current as usize].parent
-                            == Some(if current == LEFT { LCTX } else { RCTX })
-                    {
-                        return Found::Val(Val::Ad(if current == LEFT { RIGHT } else { LEFT }));
-                    }
-                }
                 match superscope {
                     Some(s) if s != start => current = s,
                     _ => return Found::Undef,
@@ -370,8 +466,30 @@ impl Evaluator {
         }
     }
 
-    fn eval_found(&mut self, e: &Expr, frame: FrameId) -> Val {
-        let key = e as *const Expr as usize;
+    /// Looks up a name from `start`, falling back (HTCondor's default mode,
+    /// bare names only) to the frame's alternate scope: the other side of a
+    /// match.
+    fn lookup_with_fallback(&self, start: FrameId, sym: Sym, bare: bool) -> Found {
+        let found = self.lookup_in_scope(start, sym);
+        if bare && matches!(found, Found::Undef) && !self.opts.strict {
+            if let Some(alt) = self.frames[start as usize].alt {
+                return self.lookup_in_scope(alt, sym);
+            }
+        }
+        found
+    }
+
+    fn eval_hit(&mut self, found: Found) -> Val {
+        match found {
+            Found::Expr(e, f) => self.eval_found(e, f),
+            Found::Val(v) => v,
+            Found::Undef => Val::Undefined,
+            Found::Fail => self.fail(),
+        }
+    }
+
+    fn eval_found(&mut self, e: ExprRef, frame: FrameId) -> Val {
+        let key = e.0 as usize;
         if self.in_progress.contains(&key) {
             // A cycle: the reference library yields UNDEFINED.
             return Val::Undefined;
@@ -381,8 +499,16 @@ impl Evaluator {
         }
         self.attr_depth += 1;
         self.in_progress.push(key);
-        // Attribute chains can nest deeply; grow the stack on demand.
-        let v = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_in(e, Some(frame)));
+        let expr = e.get();
+        // Attribute chains can nest deeply; grow the stack on demand (checked
+        // every few levels: the check is not free).
+        let v = if self.attr_depth % 8 == 0 {
+            stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || {
+                self.eval_in(expr, Some(frame))
+            })
+        } else {
+            self.eval_in(expr, Some(frame))
+        };
         self.in_progress.pop();
         self.attr_depth -= 1;
         v
@@ -401,54 +527,21 @@ impl Evaluator {
                 None => return Val::Undefined,
             }
         };
-        let mut target = self.locate(start, sym);
-        if !absolute && matches!(target, Located::Undef) && !self.opts.strict {
-            if let Some(alt) = self.frames[start as usize].alt {
-                target = self.locate(alt, sym);
-            }
-        }
-        self.eval_located(target)
-    }
-
-    /// Like `lookup_in_scope`, but returns an owned handle so that
-    /// evaluation can borrow the evaluator mutably.
-    fn locate(&self, start: FrameId, sym: Sym) -> Located {
-        match self.lookup_in_scope(start, sym) {
-            Found::Expr(_, f) => Located::Attr(self.frames[f as usize].ad.clone(), sym, f),
-            Found::Val(v) => Located::Val(v),
-            Found::Undef => Located::Undef,
-            Found::Fail => Located::Fail,
-        }
-    }
-
-    fn eval_located(&mut self, l: Located) -> Val {
-        match l {
-            Located::Attr(ad, sym, f) => match ad.lookup_sym(sym) {
-                Some(e) => self.eval_found(e, f),
-                None => Val::Undefined,
-            },
-            Located::Val(v) => v,
-            Located::Undef => Val::Undefined,
-            Located::Fail => self.fail(),
-        }
+        let found = self.lookup_with_fallback(start, sym, !absolute);
+        self.eval_hit(found)
     }
 
     /// Looks up `sym` starting in frame `f` (selection `x.sym`).
     pub(crate) fn select_in(&mut self, f: FrameId, sym: Sym) -> Val {
-        let l = self.locate(f, sym);
-        self.eval_located(l)
+        let found = self.lookup_in_scope(f, sym);
+        self.eval_hit(found)
     }
 
     /// Looks up `sym` only in the ad of frame `f` (subscript `ad["name"]`).
     pub(crate) fn index_in(&mut self, f: FrameId, sym: Sym) -> Val {
-        let ad = self.frames[f as usize].ad.clone();
         match self.frame_lookup(f, sym) {
-            Some(Found::Val(v)) => v,
-            Some(Found::Expr(..)) => match ad.lookup_sym(sym) {
-                Some(e) => self.eval_found(e, f),
-                None => Val::Undefined,
-            },
-            _ => Val::Undefined,
+            Some(found) => self.eval_hit(found),
+            None => Val::Undefined,
         }
     }
 
@@ -459,23 +552,17 @@ impl Evaluator {
         e: &Expr,
         cur: Option<FrameId>,
     ) -> Option<(Expr, FrameId)> {
-        let (start, sym, absolute) = match e {
-            Expr::Attr(n) => (cur?, n.sym, false),
-            Expr::AbsAttr(n) => (self.root?, n.sym, true),
+        let (start, sym, bare) = match e {
+            Expr::Attr(n) => (cur?, n.sym, true),
+            Expr::AbsAttr(n) => (self.root?, n.sym, false),
             Expr::Select(base, n) => match self.eval_in(base, cur) {
-                Val::Ad(f) => (f, n.sym, true),
+                Val::Ad(f) => (f, n.sym, false),
                 _ => return None,
             },
             _ => return None,
         };
-        let mut l = self.locate(start, sym);
-        if !absolute && matches!(l, Located::Undef) && !self.opts.strict {
-            if let Some(alt) = self.frames[start as usize].alt {
-                l = self.locate(alt, sym);
-            }
-        }
-        match l {
-            Located::Attr(ad, sym, f) => ad.lookup_sym(sym).map(|e| (e.clone(), f)),
+        match self.lookup_with_fallback(start, sym, bare) {
+            Found::Expr(e, f) => Some((e.get().clone(), f)),
             _ => None,
         }
     }
@@ -653,13 +740,6 @@ impl Evaluator {
             }
         }
     }
-}
-
-enum Located {
-    Attr(ClassAd, Sym, FrameId),
-    Val(Val),
-    Undef,
-    Fail,
 }
 
 pub(crate) fn lit(v: &Value) -> Val {

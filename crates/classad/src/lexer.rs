@@ -3,11 +3,12 @@
 use crate::error::ParseError;
 
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Tok {
+pub(crate) enum Tok<'a> {
     Int(i64),
     Real(f64),
-    Str(Vec<u8>),
-    Ident(String),
+    /// A string literal: borrowed from the source when it has no escapes.
+    Str(std::borrow::Cow<'a, [u8]>),
+    Ident(&'a str),
     /// `'quoted name'`
     QIdent(String),
     True,
@@ -21,7 +22,7 @@ pub(crate) enum Tok {
     Eof,
 }
 
-impl Tok {
+impl Tok<'_> {
     pub(crate) fn describe(&self) -> String {
         match self {
             Tok::Int(i) => format!("integer {i}"),
@@ -61,8 +62,8 @@ impl Tok {
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct Token {
-    pub tok: Tok,
+pub(crate) struct Token<'a> {
+    pub tok: Tok<'a>,
     pub line: u32,
     pub col: u32,
 }
@@ -196,7 +197,7 @@ impl<'a> Lexer<'a> {
         self.pos
     }
 
-    pub(crate) fn next_token(&mut self) -> Result<Token, ParseError> {
+    pub(crate) fn next_token(&mut self) -> Result<Token<'a>, ParseError> {
         self.skip_space()?;
         let start = self.pos;
         let (line, col) = (self.line, (start - self.line_start) as u32 + 1);
@@ -205,7 +206,7 @@ impl<'a> Lexer<'a> {
         Ok(Token { tok, line, col })
     }
 
-    fn scan(&mut self, start: usize) -> Result<Tok, ParseError> {
+    fn scan(&mut self, start: usize) -> Result<Tok<'a>, ParseError> {
         if self.pos >= self.src.len() {
             return Ok(Tok::Eof);
         }
@@ -228,15 +229,26 @@ impl<'a> Lexer<'a> {
             {
                 self.pos += 1;
             }
-            let word = std::str::from_utf8(&self.src[s..self.pos]).unwrap_or_default();
-            return Ok(match word.to_ascii_lowercase().as_str() {
-                "true" => Tok::True,
-                "false" => Tok::False,
-                "undefined" => Tok::Undefined,
-                "error" => Tok::Error,
-                "is" => Tok::Is,
-                "isnt" => Tok::Isnt,
-                _ => Tok::Ident(word.to_string()),
+            let src: &'a [u8] = self.src;
+            // ASCII letters, digits and `_` only: always valid UTF-8.
+            let word = std::str::from_utf8(&src[s..self.pos]).unwrap_or_default();
+            let kw = |k: &str| word.eq_ignore_ascii_case(k);
+            return Ok(if word.len() > 9 {
+                Tok::Ident(word)
+            } else if kw("true") {
+                Tok::True
+            } else if kw("false") {
+                Tok::False
+            } else if kw("undefined") {
+                Tok::Undefined
+            } else if kw("error") {
+                Tok::Error
+            } else if kw("is") {
+                Tok::Is
+            } else if kw("isnt") {
+                Tok::Isnt
+            } else {
+                Tok::Ident(word)
             });
         }
         if c == b'"' {
@@ -267,7 +279,7 @@ impl<'a> Lexer<'a> {
         Err(self.err(start, format!("unexpected character {}", describe_byte(c))))
     }
 
-    fn number(&mut self, start: usize, negative: bool) -> Result<Tok, ParseError> {
+    fn number(&mut self, start: usize, negative: bool) -> Result<Tok<'a>, ParseError> {
         let s = self.pos;
         while self.peek_at(0).is_ascii_digit() {
             self.pos += 1;
@@ -354,7 +366,7 @@ impl<'a> Lexer<'a> {
         Ok(Tok::Int(if overflow { 0 } else { v }))
     }
 
-    fn string(&mut self, start: usize) -> Result<Tok, ParseError> {
+    fn string(&mut self, start: usize) -> Result<Tok<'a>, ParseError> {
         if self.old_strings {
             // Old syntax: backslashes are literal, except that `\"` is a quote
             // (unless it is the string's final quote).
@@ -377,18 +389,27 @@ impl<'a> Lexer<'a> {
                     }
                     out.push(b'\\');
                     self.pos += 2;
-                    return Ok(Tok::Str(out));
+                    return Ok(Tok::Str(out.into()));
                 }
                 if c == b'"' {
                     self.pos += 1;
-                    return Ok(Tok::Str(out));
+                    return Ok(Tok::Str(out.into()));
                 }
                 out.push(c);
                 self.pos += 1;
             }
         }
+        // Fast path: no escapes and no newline before the closing quote.
+        let src: &'a [u8] = self.src;
+        let body = &src[self.pos + 1..];
+        if let Some(end) = body.iter().position(|b| matches!(b, b'"' | b'\\' | b'\n')) {
+            if body[end] == b'"' {
+                self.pos += end + 2;
+                return Ok(Tok::Str(std::borrow::Cow::Borrowed(&body[..end])));
+            }
+        }
         let bytes = self.quoted(start, b'"')?;
-        Ok(Tok::Str(bytes))
+        Ok(Tok::Str(bytes.into()))
     }
 
     /// Reads a `"`- or `'`-delimited literal with new-syntax escapes.

@@ -20,13 +20,8 @@ pub struct MatchResult {
 /// the machine's Requirements with the job as TARGET must both be true
 /// (`true` or a non-zero number; a missing Requirements is false).
 pub fn symmetric_match(ev: &mut Evaluator, job: &ClassAd, machine: &ClassAd) -> MatchResult {
-    let job_ok = ev.eval_sym(wk::REQUIREMENTS, job, Some(machine)).is_true();
-    let machine_ok = job_ok && ev.eval_sym(wk::REQUIREMENTS, machine, Some(job)).is_true();
-    let machine_ok = if job_ok {
-        machine_ok
-    } else {
-        ev.eval_sym(wk::REQUIREMENTS, machine, Some(job)).is_true()
-    };
+    let (job_req, machine_req) = ev.eval_pair(job, wk::REQUIREMENTS, machine, wk::REQUIREMENTS);
+    let (job_ok, machine_ok) = (job_req.is_true(), machine_req.is_true());
     MatchResult {
         matched: job_ok && machine_ok,
         job_requirements_ok: job_ok,

@@ -68,19 +68,11 @@ fn interner() -> &'static RwLock<Interner> {
 
 /// Interns the ASCII-lowercased form of `name`.
 pub fn intern(name: &str) -> Sym {
-    let mut buf = [0u8; 64];
-    let lowered: std::borrow::Cow<'_, str> =
-        if name.len() <= buf.len() && !name.bytes().any(|b| b.is_ascii_uppercase()) {
-            std::borrow::Cow::Borrowed(name)
-        } else if name.len() <= buf.len() {
-            let b = &mut buf[..name.len()];
-            b.copy_from_slice(name.as_bytes());
-            b.make_ascii_lowercase();
-            // Lowercasing ASCII bytes keeps UTF-8 valid.
-            std::borrow::Cow::Owned(String::from_utf8_lossy(b).into_owned())
-        } else {
-            std::borrow::Cow::Owned(name.to_ascii_lowercase())
-        };
+    let lowered: std::borrow::Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    };
     {
         let guard = interner().read().unwrap_or_else(|e| e.into_inner());
         if let Some(&id) = guard.map.get(lowered.as_ref()) {
@@ -96,6 +88,50 @@ pub fn intern(name: &str) -> Sym {
     Sym(id)
 }
 
+/// A small, fast string hasher for the per-thread name cache.
+#[derive(Default)]
+struct NameHasher(u64);
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+        self.0 = h;
+    }
+}
+
+type NameCache = HashMap<Box<str>, (Sym, Arc<str>), std::hash::BuildHasherDefault<NameHasher>>;
+
+thread_local! {
+    /// Exact spelling -> (symbol, shared spelling): most names repeat, and a
+    /// hit costs neither the global lock nor an allocation.
+    static CACHE: std::cell::RefCell<NameCache> = std::cell::RefCell::new(NameCache::default());
+}
+
+/// The symbol and a shared copy of the spelling of `text`.
+fn intern_name(text: &str) -> (Sym, Arc<str>) {
+    let hit = CACHE.with(|c| c.borrow().get(text).cloned());
+    if let Some(h) = hit {
+        return h;
+    }
+    let entry = (intern(text), Arc::<str>::from(text));
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 100_000 {
+            // bounded: hostile input with endless distinct names
+            c.clear();
+        }
+        c.insert(text.into(), entry.clone());
+    });
+    entry
+}
+
 /// An attribute name as written (its case is kept for printing) together
 /// with its folded symbol (used for every comparison).
 #[derive(Clone)]
@@ -107,10 +143,8 @@ pub struct Name {
 impl Name {
     /// Makes a name, interning its folded form.
     pub fn new(text: &str) -> Name {
-        Name {
-            sym: intern(text),
-            text: Arc::from(text),
-        }
+        let (sym, text) = intern_name(text);
+        Name { sym, text }
     }
 
     /// The name as written.

@@ -36,7 +36,7 @@ impl Default for ParseOptions {
 
 pub(crate) struct Parser<'a> {
     lex: Lexer<'a>,
-    tok: Token,
+    tok: Token<'a>,
     opts: ParseOptions,
     /// Old ClassAd syntax: adjacent string literals are not merged.
     old: bool,
@@ -83,7 +83,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn advance(&mut self) -> PResult<Token> {
+    fn advance(&mut self) -> PResult<Token<'a>> {
         let next = self.lex.next_token()?;
         Ok(std::mem::replace(&mut self.tok, next))
     }
@@ -306,12 +306,12 @@ impl<'a> Parser<'a> {
                 lit(Value::Error)
             }
             Tok::Ident(name) => {
-                let name = name.clone();
+                let name: &'a str = name;
                 self.advance()?;
                 if self.tok.tok == Tok::Op("(") {
                     return self.call(name);
                 }
-                Ok((Expr::Attr(Name::new(&name)), 1))
+                Ok((Expr::Attr(Name::new(name)), 1))
             }
             Tok::QIdent(_) => {
                 let s = self.quoted_names()?;
@@ -360,7 +360,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn call(&mut self, name: String) -> PResult<(Expr, u32)> {
+    fn call(&mut self, name: &str) -> PResult<(Expr, u32)> {
         self.expect_op("(")?;
         let mut args = Vec::new();
         let mut d = 0;
@@ -398,10 +398,10 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let func = crate::functions::lookup(&name);
+        let func = crate::functions::lookup(name);
         self.depth(
             Expr::Call(Box::new(Call {
-                name: Arc::from(name.as_str()),
+                name: Arc::from(name),
                 func,
                 args,
             })),
@@ -556,17 +556,14 @@ pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)>
         return Err(ParseError::new(1, 1, "comment line ends the ad"));
     }
     let eq = line
-        .find('=')
+        .bytes()
+        .position(|b| b == b'=')
         .ok_or_else(|| ParseError::new(1, 1, "expected `Name = expression`"))?;
     let name = line[..eq].trim_start().trim_end_matches([' ', '\t']);
     if name.is_empty() {
         return Err(ParseError::new(1, 1, "missing attribute name"));
     }
     let rhs = &line[eq + 1..];
-    let opts = ParseOptions {
-        strict: false,
-        ..opts
-    };
     let mut p = Parser::new(rhs.as_bytes(), opts, true)
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
     let (e, _) = p
