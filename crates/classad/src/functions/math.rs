@@ -62,6 +62,9 @@ fn starts_with_ci(s: &[u8], word: &[u8]) -> bool {
 
 /// `m * 2^e` without intermediate overflow or underflow.
 fn ldexp(mut m: f64, mut e: i64) -> f64 {
+    if m == 0.0 || !m.is_finite() {
+        return m;
+    }
     while e > 1000 {
         m *= 2f64.powi(1000);
         e -= 1000;
@@ -618,6 +621,9 @@ mod tests {
         assert_eq!(strtod(b"nan(12)").1, 7);
         assert_eq!(strtod(b"0x1.8p1"), (3.0, 7));
         assert_eq!(strtod(b"1e400").0, f64::INFINITY);
+        assert_eq!(strtod(b"0x0p99999999999999"), (0.0, 18));
+        assert_eq!(strtod(b"0x1p-99999999999999"), (0.0, 19));
+        assert_eq!(strtod(b"0x1p99999999999999").0, f64::INFINITY);
     }
 
     #[test]
