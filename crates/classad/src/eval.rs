@@ -176,6 +176,8 @@ pub struct Evaluator {
     /// Set while an evaluation runs: the public entry points reset the
     /// frames and must not be reentered from inside an evaluation.
     running: bool,
+    /// Recursion depth of `eval_in`.
+    nesting: u32,
     pub(crate) opts: EvalOptions,
     rng: u64,
 }
@@ -196,6 +198,7 @@ impl Evaluator {
             failed: false,
             matching: false,
             running: false,
+            nesting: 0,
             opts,
             rng: opts.seed | 1,
         }
@@ -213,6 +216,7 @@ impl Evaluator {
         self.frames.clear();
         self.in_progress.clear();
         self.attr_depth = 0;
+        self.nesting = 0;
         self.failed = false;
         self.matching = false;
         self.root = None;
@@ -319,7 +323,7 @@ impl Evaluator {
         }
         self.setup(Some(left), Some(right));
         self.running = true;
-        let mut side = |ev: &mut Evaluator, frame: FrameId, sym: Sym| {
+        let side = |ev: &mut Evaluator, frame: FrameId, sym: Sym| {
             ev.failed = false;
             ev.in_progress.clear();
             ev.attr_depth = 0;
@@ -606,6 +610,19 @@ impl Evaluator {
 
     /// Evaluates `e` with `cur` as the current scope.
     pub(crate) fn eval_in(&mut self, e: &Expr, cur: Option<FrameId>) -> Val {
+        // Trees are at most `MAX_DEPTH` deep, but attribute references nest
+        // them; make sure the stack can take the next stretch.
+        self.nesting += 1;
+        let v = if self.nesting % 64 == 0 {
+            stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_node(e, cur))
+        } else {
+            self.eval_node(e, cur)
+        };
+        self.nesting -= 1;
+        v
+    }
+
+    fn eval_node(&mut self, e: &Expr, cur: Option<FrameId>) -> Val {
         match e {
             Expr::Lit(v) => lit(v),
             Expr::RelTimeStr(r) => Val::Real(*r),

@@ -258,6 +258,22 @@ impl<'a> Lexer<'a> {
             let bytes = self.quoted(start, b'\'')?;
             return Ok(Tok::QIdent(String::from_utf8_lossy(&bytes).into_owned()));
         }
+        if c == b'?' {
+            // `?:` (Elvis), also with blanks between the two characters
+            let mut j = self.pos + 1;
+            while j < self.src.len() && matches!(self.src[j], b' ' | b'\t' | b'\r' | b'\n') {
+                j += 1;
+            }
+            if self.src.get(j) == Some(&b':') {
+                for k in self.pos + 1..j {
+                    if self.src[k] == b'\n' {
+                        self.newline(k);
+                    }
+                }
+                self.pos = j + 1;
+                return Ok(Tok::Op("?:"));
+            }
+        }
         let rest = &self.src[self.pos..];
         for op in OPS3 {
             if rest.starts_with(op.as_bytes()) {

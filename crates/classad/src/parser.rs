@@ -40,6 +40,9 @@ pub(crate) struct Parser<'a> {
     opts: ParseOptions,
     /// Old ClassAd syntax: adjacent string literals are not merged.
     old: bool,
+    /// Current recursion depth (checked on the way down, so hostile
+    /// nesting is rejected before it can exhaust the stack).
+    nesting: u32,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -80,6 +83,7 @@ impl<'a> Parser<'a> {
             tok,
             opts,
             old: old_strings,
+            nesting: 0,
         })
     }
 
@@ -118,7 +122,11 @@ impl<'a> Parser<'a> {
         self.tok.tok == Tok::Eof
     }
 
-    pub(crate) fn expect_eof(&self) -> PResult<()> {
+    pub(crate) fn expect_eof(&mut self) -> PResult<()> {
+        // As in an ad's attribute list, trailing semicolons are allowed.
+        while self.tok.tok == Tok::Op(";") {
+            self.advance()?;
+        }
         if self.at_eof() {
             Ok(())
         } else {
@@ -128,6 +136,16 @@ impl<'a> Parser<'a> {
 
     /// expression := logical-or [ '?' expression ':' expression ]
     pub(crate) fn expr(&mut self) -> PResult<(Expr, u32)> {
+        if self.nesting >= MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        self.nesting += 1;
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.expr_inner());
+        self.nesting -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self) -> PResult<(Expr, u32)> {
         let (cond, d0) = self.binary(1)?;
         if self.tok.tok == Tok::Op("?") {
             self.advance()?;
@@ -147,7 +165,7 @@ impl<'a> Parser<'a> {
     }
 
     fn binary(&mut self, min_prec: u8) -> PResult<(Expr, u32)> {
-        let (mut lhs, mut d) = self.elvis()?;
+        let (mut lhs, mut d) = self.unary()?;
         while let Some((prec, op)) = bin_info(&self.tok.tok) {
             if prec < min_prec {
                 break;
@@ -155,20 +173,6 @@ impl<'a> Parser<'a> {
             self.advance()?;
             let (rhs, dr) = self.binary(prec + 1)?;
             let (e, nd) = self.depth(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), d.max(dr))?;
-            lhs = e;
-            d = nd;
-        }
-        Ok((lhs, d))
-    }
-
-    /// The reference binds `?:` (Elvis) tighter than every binary
-    /// operator: `a ?: b + c` is `(a ?: b) + c`.
-    fn elvis(&mut self) -> PResult<(Expr, u32)> {
-        let (mut lhs, mut d) = self.unary()?;
-        while self.tok.tok == Tok::Op("?:") {
-            self.advance()?;
-            let (rhs, dr) = self.unary()?;
-            let (e, nd) = self.depth(Expr::Elvis(Box::new(lhs), Box::new(rhs)), d.max(dr))?;
             lhs = e;
             d = nd;
         }
@@ -222,6 +226,18 @@ impl<'a> Parser<'a> {
                     }
                     let name = self.attr_name()?;
                     let (ne, nd) = self.depth(Expr::Select(Box::new(e), name), d)?;
+                    e = ne;
+                    d = nd;
+                }
+                // The reference parses Elvis `a ?: b` as a postfix operator
+                // whose right side is again a postfix expression: it binds
+                // tighter than every prefix and binary operator, and
+                // `a ?: -b` is a parse error.
+                Tok::Op("?:") => {
+                    self.advance()?;
+                    let (rhs, dr) = self.postfix()?;
+                    let (ne, nd) =
+                        self.depth(Expr::Elvis(Box::new(e), Box::new(rhs)), d.max(dr))?;
                     e = ne;
                     d = nd;
                 }

@@ -188,6 +188,10 @@ pub fn parse_abstime(s: &str, tz: TzFn) -> Option<AbsTime> {
 /// Parses `[+|-][D+]HH:MM:SS[.fff]`, `MM:SS`, `SS` and plain seconds.
 pub fn parse_reltime(s: &str) -> Option<f64> {
     let t = s.trim();
+    if t.is_empty() {
+        // the reference reads an empty string as no time at all
+        return Some(0.0);
+    }
     let (neg, body) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),

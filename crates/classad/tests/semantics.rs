@@ -318,3 +318,26 @@ fn symmetric_match_and_rank() {
     let bare = parse_ad("[Requirements = Memory >= 1024]").expect("ad");
     assert!(classad::symmetric_match(&mut ev, &bare, &numeric).matched);
 }
+
+#[test]
+fn deep_attribute_chains_end_in_error_not_a_crash() {
+    // a0 = a1 + 1; a1 = a2 + 1; ... : 5000 nested references, far beyond
+    // the reference library's limit of 1000.
+    let mut text = String::from("[");
+    for i in 0..5000 {
+        text.push_str(&format!("a{i} = a{} + 1; ", i + 1));
+    }
+    text.push_str("a5000 = 0]");
+    let ad = parse_ad(&text).expect("ad");
+    let mut ev = Evaluator::default();
+    assert_eq!(ev.eval_attr("a0", &ad, None).to_string(), "error");
+    assert_eq!(ev.eval_attr("a4990", &ad, None).to_string(), "10");
+    // a cycle through many attributes is undefined
+    let mut cyc = String::from("[");
+    for i in 0..500 {
+        cyc.push_str(&format!("c{i} = c{}; ", (i + 1) % 500));
+    }
+    cyc.push(']');
+    let ad = parse_ad(&cyc).expect("ad");
+    assert_eq!(ev.eval_attr("c0", &ad, None).to_string(), "undefined");
+}
