@@ -88,6 +88,30 @@ fn eval_all(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Vec<Val>
     super::eval_args(ev, args, cur)
 }
 
+/// Evaluates `e`, but where the reference library ignores a failed
+/// evaluation (its `Evaluate()` returning false) instead of passing it
+/// on: such a failure is taken back and the value is `error`.
+pub(super) fn eval_contained(ev: &mut Evaluator, e: &Expr, cur: Option<FrameId>) -> Val {
+    let failed_before = ev.failed;
+    let v = ev.eval_in(e, cur);
+    if ev.failed && !failed_before {
+        ev.failed = false;
+        return Val::Error;
+    }
+    v
+}
+
+/// `eval_rooted` with failures taken back as in `eval_contained`.
+fn rooted_contained(ev: &mut Evaluator, e: &Expr, scope: Option<FrameId>) -> Val {
+    let failed_before = ev.failed;
+    let v = ev.eval_rooted(e, scope);
+    if ev.failed && !failed_before {
+        ev.failed = false;
+        return Val::Error;
+    }
+    v
+}
+
 /// The bytes of a string value.
 fn as_str(v: &Val) -> Option<&[u8]> {
     match v {
@@ -568,7 +592,8 @@ fn string_lists_intersect(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId
     if args.len() < 2 || args.len() > 3 {
         return Val::Error;
     }
-    let vals = eval_all(ev, args, cur);
+    // The reference ignores failed evaluations of the arguments here.
+    let vals: Vec<Val> = args.iter().map(|a| eval_contained(ev, a, cur)).collect();
     if vals.iter().any(Val::is_err) {
         return Val::Error;
     }
@@ -983,7 +1008,7 @@ fn contexts(
             items: items.clone(),
             scope: cur,
         }),
-        other => match ev.eval_in(other, cur) {
+        other => match eval_contained(ev, other, cur) {
             Val::List(items, scope) => Ok(Contexts { expr, items, scope }),
             Val::Undefined => Err(None),
             _ => Err(Some(Val::Error)),
@@ -993,9 +1018,10 @@ fn contexts(
 
 /// Evaluates `expr` with the ad that `item` evaluates to as its scope:
 /// `undefined` if the item is `undefined`, `error` if it is not an ad.
+/// Failed evaluations give `error` for that item only.
 fn eval_in_context(ev: &mut Evaluator, expr: &Expr, item: &Expr, scope: Option<FrameId>) -> Val {
-    match ev.eval_in(item, scope) {
-        Val::Ad(f) => ev.eval_rooted(expr, Some(f)),
+    match eval_contained(ev, item, scope) {
+        Val::Ad(f) => rooted_contained(ev, expr, Some(f)),
         Val::Undefined => Val::Undefined,
         _ => Val::Error,
     }
@@ -1048,11 +1074,12 @@ fn user_home(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
     if args.is_empty() || args.len() > 2 {
         return ev.fail();
     }
-    let default = match args.get(1).map(|a| ev.eval_in(a, cur)) {
+    // Failed evaluations of the arguments are ignored by the reference.
+    let default = match args.get(1).map(|a| eval_contained(ev, a, cur)) {
         Some(Val::Str(s)) if !s.is_empty() => Some(s),
         _ => None,
     };
-    let user = ev.eval_in(&args[0], cur);
+    let user = eval_contained(ev, &args[0], cur);
     match (user, default) {
         (_, Some(d)) => Val::Str(d),
         (Val::Undefined | Val::Str(_), None) => Val::Undefined,
@@ -1284,6 +1311,20 @@ mod tests {
         );
         assert_eq!(ev("countMatches(x, undefined)"), "0");
         assert_eq!(ev("countMatches(x)"), "error");
+    }
+
+    #[test]
+    fn ignored_evaluation_failures() {
+        // random(-1) makes an evaluation fail; these functions ignore that.
+        assert_eq!(ev("stringListsIntersect(random(-1), \"a\")"), "error");
+        assert_eq!(ev("evalInEachContext(random(-1), {[a = 1]})"), "{ error }");
+        assert_eq!(ev("countMatches(x, random(-1))"), "error");
+        assert_eq!(ev("userHome(random(-1), \"/d\")"), "\"/d\"");
+        assert_eq!(ev("isError(stringListSize(random(-1)))"), "error");
+        assert_eq!(
+            ev("isError(stringListsIntersect(random(-1), \"a\"))"),
+            "true"
+        );
     }
 
     #[test]

@@ -446,6 +446,14 @@ mod tests {
         assert_eq!(ev(r#"regexpMember("a", {undefined, "b"})"#), "undefined");
         assert_eq!(ev(r#"regexpMember("[", {"a"})"#), "false");
         assert_eq!(ev(r#"regexpMember("a", "a")"#), "error");
+        // A failing element evaluation is a plain `error`, not a failure.
+        let e = crate::parse_expr(r#"regexpMember("a", {.x})"#).expect("parses");
+        let mut evaluator = Evaluator::default();
+        assert_eq!(evaluator.eval(&e, None, None).to_string(), "error");
+        assert!(!evaluator.failed);
+        let e = crate::parse_expr(r#"regexp("a", .x)"#).expect("parses");
+        assert_eq!(evaluator.eval(&e, None, None).to_string(), "error");
+        assert!(evaluator.failed);
     }
 
     #[test]
@@ -481,6 +489,10 @@ mod tests {
 
     #[test]
     fn non_utf8_patterns() {
+        assert_eq!(ev(r#"regexp("\303", "é")"#), "true");
+        assert_eq!(ev(r#"regexp("^\303$", "é")"#), "false");
+        assert_eq!(ev(r#"replaceAll("\251", "éé", "x")"#), r#""\303x\303x""#);
+        assert_eq!(ev(r#"regexp("\\\303", "é")"#), "true");
         assert_eq!(pattern_text(b"a\xffb"), "a\\x{ff}b");
         assert_eq!(pattern_text(b"a\\\xff"), "a\\x{ff}");
         assert_eq!(pattern_text(b"a\\\\\xff"), "a\\\\\\x{ff}");
