@@ -506,7 +506,7 @@ impl Evaluator {
         let expr = e.get();
         // Attribute chains can nest deeply; grow the stack on demand (checked
         // every few levels: the check is not free).
-        let v = if self.attr_depth % 8 == 0 {
+        let v = if self.attr_depth.is_multiple_of(8) {
             stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || {
                 self.eval_in(expr, Some(frame))
             })
@@ -571,6 +571,16 @@ impl Evaluator {
         }
     }
 
+    /// The alternate scope (other side of a match) of frame `f`.
+    pub(crate) fn frame_alt(&self, f: FrameId) -> Option<FrameId> {
+        self.frames[f as usize].alt
+    }
+
+    /// Sets the alternate scope of frame `f`.
+    pub(crate) fn set_frame_alt(&mut self, f: FrameId, alt: Option<FrameId>) {
+        self.frames[f as usize].alt = alt;
+    }
+
     pub(crate) fn frame_parent(&self, f: FrameId) -> Option<FrameId> {
         self.frames[f as usize].parent
     }
@@ -613,7 +623,7 @@ impl Evaluator {
         // Trees are at most `MAX_DEPTH` deep, but attribute references nest
         // them; make sure the stack can take the next stretch.
         self.nesting += 1;
-        let v = if self.nesting % 64 == 0 {
+        let v = if self.nesting.is_multiple_of(64) {
             stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_node(e, cur))
         } else {
             self.eval_node(e, cur)

@@ -192,11 +192,6 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// Current byte offset (for callers that need to know what was consumed).
-    pub(crate) fn offset(&self) -> usize {
-        self.pos
-    }
-
     pub(crate) fn next_token(&mut self) -> Result<Token<'a>, ParseError> {
         self.skip_space()?;
         let start = self.pos;

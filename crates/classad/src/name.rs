@@ -31,6 +31,7 @@ pub(crate) mod well_known {
     pub const RCTX: Sym = Sym(11);
     pub const REQUIREMENTS: Sym = Sym(12);
     pub const RANK: Sym = Sym(13);
+    #[allow(dead_code)]
     pub const AD: Sym = Sym(14);
     pub(crate) const NAMES: [&str; 15] = [
         "my",

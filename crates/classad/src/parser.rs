@@ -456,18 +456,6 @@ impl<'a> Parser<'a> {
             return Err(self.unexpected(&format!("`;` or `{close}`")));
         }
     }
-
-    pub(crate) fn next_is_op(&self, op: &'static str) -> bool {
-        self.tok.tok == Tok::Op(op)
-    }
-
-    pub(crate) fn bump(&mut self) -> PResult<()> {
-        self.advance().map(|_| ())
-    }
-
-    pub(crate) fn offset_of_next(&self) -> usize {
-        self.lex.offset()
-    }
 }
 
 fn check_utf8(src: &[u8]) -> PResult<&str> {

@@ -364,13 +364,27 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
             b'H' => push(w, format!("{:02}", tm.hour)),
             b'I' => push(
                 w,
-                format!("{:02}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 }),
+                format!(
+                    "{:02}",
+                    if tm.hour.is_multiple_of(12) {
+                        12
+                    } else {
+                        tm.hour % 12
+                    }
+                ),
             ),
             b'j' => push(w, format!("{:03}", tm.yday + 1)),
             b'k' => push(w, format!("{:>2}", tm.hour)),
             b'l' => push(
                 w,
-                format!("{:>2}", if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 }),
+                format!(
+                    "{:>2}",
+                    if tm.hour.is_multiple_of(12) {
+                        12
+                    } else {
+                        tm.hour % 12
+                    }
+                ),
             ),
             b'm' => push(w, format!("{:02}", tm.mon + 1)),
             b'M' => push(w, format!("{:02}", tm.min)),
@@ -381,7 +395,11 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
                 w,
                 format!(
                     "{:02}:{:02}:{:02} {}",
-                    if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 },
+                    if tm.hour.is_multiple_of(12) {
+                        12
+                    } else {
+                        tm.hour % 12
+                    },
                     tm.min,
                     tm.sec,
                     if tm.hour < 12 { "AM" } else { "PM" }

@@ -102,10 +102,21 @@ fn write_list(items: &[Expr], out: &mut String) {
     out.push_str(" }");
 }
 
-/// Appends the canonical text of an ad: `[ a = 1; b = 2 ]`.
+/// Appends the canonical text of an ad: `[ a = 1; b = 2 ]`. Attributes
+/// come in the reference library's order: shorter names first, then
+/// case-insensitively alphabetical.
 pub fn write_ad(ad: &ClassAd, out: &mut String) {
     out.push_str("[ ");
-    for (i, (n, e)) in ad.iter().enumerate() {
+    let mut attrs: Vec<_> = ad.iter().collect();
+    attrs.sort_by(|(a, _), (b, _)| {
+        let (a, b) = (a.as_str(), b.as_str());
+        a.len().cmp(&b.len()).then_with(|| {
+            a.bytes()
+                .map(|c| c.to_ascii_lowercase())
+                .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+        })
+    });
+    for (i, (n, e)) in attrs.into_iter().enumerate() {
         if i > 0 {
             out.push_str("; ");
         }

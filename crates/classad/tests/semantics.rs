@@ -153,7 +153,7 @@ fn scoping_without_a_match() {
         ("MY.a", "1"),
         (
             "MY",
-            "[ a = 1; s = \"Hello\"; l = { 1,2 + 3,x }; n = [ p = 2; q = p + a ]; cyc = cyc + 1 ]",
+            "[ a = 1; l = { 1,2 + 3,x }; n = [ p = 2; q = p + a ]; s = \"Hello\"; cyc = cyc + 1 ]",
         ),
         ("TARGET.x", "undefined"),
         ("n.q", "3"),
@@ -196,7 +196,7 @@ fn scoping_in_a_match() {
         (".a", "undefined"),
         (
             "parent",
-            "[ other = .RIGHT; target = .RIGHT; my = .LEFT; ad = .LEFT ]",
+            "[ ad = .LEFT; my = .LEFT; other = .RIGHT; target = .RIGHT ]",
         ),
     ] {
         assert_eq!(eval_in(expr, my, target), want, "expression: {expr}");
@@ -291,7 +291,7 @@ fn old_syntax_ads() {
     .expect("old ad");
     assert_eq!(
         classad::unparse_ad(&ad),
-        "[ Cmd = \"C:\\\\path\\\\to\\\\file.exe\"; S = \"abc\"; A = 1; B = 2 ]"
+        "[ A = 1; B = 2; S = \"abc\"; Cmd = \"C:\\\\path\\\\to\\\\file.exe\" ]"
     );
     assert!(classad::parse_old_ad("= 1").is_err());
 }

@@ -1021,7 +1021,18 @@ fn contexts(
 /// Failed evaluations give `error` for that item only.
 fn eval_in_context(ev: &mut Evaluator, expr: &Expr, item: &Expr, scope: Option<FrameId>) -> Val {
     match eval_contained(ev, item, scope) {
-        Val::Ad(f) => rooted_contained(ev, expr, Some(f)),
+        Val::Ad(f) => {
+            // In HTCondor's default mode a name missing from the context ad
+            // falls back to the other side of the match its parent is in.
+            let saved = ev.frame_alt(f);
+            if !ev.is_strict() && saved.is_none() {
+                let inherited = ev.frame_parent(f).and_then(|p| ev.frame_alt(p));
+                ev.set_frame_alt(f, inherited);
+            }
+            let v = rooted_contained(ev, expr, Some(f));
+            ev.set_frame_alt(f, saved);
+            v
+        }
         Val::Undefined => Val::Undefined,
         _ => Val::Error,
     }

@@ -583,7 +583,7 @@ fn random(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
             Val::Int(r % max as i64)
         }
         Val::Real(max) => {
-            if max <= 0.0 {
+            if max <= 0.0 || max.is_nan() {
                 return ev.fail();
             }
             let unit = (ev.next_random() >> 11) as f64 / (1u64 << 53) as f64;

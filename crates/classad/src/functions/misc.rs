@@ -19,7 +19,6 @@ pub(super) const FUNCS: &[(&str, Builtin)] = &[
     ("debug", debug),
     ("unparse", unparse),
     ("unresolved", unresolved),
-    ("random", random),
 ];
 
 /// How many `eval()` calls may be nested (the reference library's
@@ -107,37 +106,6 @@ fn eval(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
 fn debug(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
     let [arg] = args else { return Val::Error };
     ev.eval_in(arg, cur)
-}
-
-/// `random([max])`: a pseudo-random number from the evaluator's
-/// deterministic generator: an integer in `[0, max)` for an integer `max`
-/// (taken as a C `int`), a real in `[0, max)` for a real one, a real in
-/// `[0, 1)` without argument. A `max` that is not positive makes the whole
-/// evaluation fail; any other type is `error`.
-fn random(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
-    let max = match args {
-        [] => Val::Real(1.0),
-        [arg] => ev.eval_in(arg, cur),
-        _ => return Val::Error,
-    };
-    match max {
-        Val::Int(i) => {
-            let max = i as i32;
-            if max <= 0 {
-                return ev.fail();
-            }
-            let r = (ev.next_random() >> 33) as i32;
-            Val::Int(i64::from(r % max))
-        }
-        Val::Real(r) => {
-            if r <= 0.0 || r.is_nan() {
-                return ev.fail();
-            }
-            let unit = (ev.next_random() >> 11) as f64 / (1u64 << 53) as f64;
-            Val::Real(r * unit)
-        }
-        _ => Val::Error,
-    }
 }
 
 /// `unparse(attr)`: the pretty-printed text of the expression bound to
