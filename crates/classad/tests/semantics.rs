@@ -341,3 +341,18 @@ fn deep_attribute_chains_end_in_error_not_a_crash() {
     let ad = parse_ad(&cyc).expect("ad");
     assert_eq!(ev.eval_attr("c0", &ad, None).to_string(), "undefined");
 }
+
+#[test]
+fn function_names() {
+    check(&[
+        ("STRCAT(\"a\", \"b\")", "\"ab\""),
+        ("IfThenElse(true, 1, 2)", "1"),
+        ("nosuchfunc(1)", "error"),
+        ("length(\"abc\")", "error"),
+        ("versionLT(\"1.9\", \"1.10\")", "true"),
+        // the reference dispatches the version comparisons on their exact spelling
+        ("versionlt(\"1.9\", \"1.10\")", "error"),
+        ("VERSIONLT(undefined, \"1\")", "undefined"),
+        ("versioncmp(\"1.10\", \"1.9\")", "1"),
+    ]);
+}

@@ -49,6 +49,7 @@ fn table() -> &'static Table {
             math::FUNCS,
             time::FUNCS,
             condor::FUNCS,
+            &[("\0version_miscased", version_miscased as Builtin)],
         ] {
             for (name, f) in family {
                 let id = t.funcs.len() as u16;
@@ -60,12 +61,39 @@ fn table() -> &'static Table {
     })
 }
 
+/// The version comparisons the reference dispatches on their exact
+/// spelling: another spelling still resolves, but only to a function that
+/// checks its arguments and yields ERROR (UNDEFINED for an UNDEFINED one).
+const EXACT_CASE: [&str; 5] = [
+    "versionLT",
+    "versionLE",
+    "versionGT",
+    "versionGE",
+    "versionEQ",
+];
+
 /// Resolves a function name (case-insensitive).
 pub(crate) fn lookup(name: &str) -> Option<FuncId> {
-    table()
-        .by_name
-        .get(&name.to_ascii_lowercase())
-        .map(|&i| FuncId(i))
+    let key = if EXACT_CASE
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(name) && *c != name)
+    {
+        "\0version_miscased".to_string()
+    } else {
+        name.to_ascii_lowercase()
+    };
+    table().by_name.get(&key).map(|&i| FuncId(i))
+}
+
+/// A version comparison spelled in another case (see `EXACT_CASE`).
+fn version_miscased(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
+    let [a, b] = args else { return Val::Error };
+    let (a, b) = (ev.eval_in(a, cur), ev.eval_in(b, cur));
+    if a.is_undef() || b.is_undef() {
+        Val::Undefined
+    } else {
+        Val::Error
+    }
 }
 
 /// Whether `name` is a builtin function.
