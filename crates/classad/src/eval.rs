@@ -493,6 +493,10 @@ impl Evaluator {
     }
 
     fn eval_found(&mut self, e: ExprRef, frame: FrameId) -> Val {
+        // Most attributes are literals: no cycle or depth bookkeeping needed.
+        if let Expr::Lit(v) = e.get() {
+            return lit(v);
+        }
         let key = e.0 as usize;
         if self.in_progress.contains(&key) {
             // A cycle: the reference library yields UNDEFINED.
@@ -619,7 +623,11 @@ impl Evaluator {
     // ----- expressions --------------------------------------------------
 
     /// Evaluates `e` with `cur` as the current scope.
-    pub(crate) fn eval_in(&mut self, e: &Expr, cur: Option<FrameId>) -> Val {
+    pub(crate) fn eval_in(&mut self, mut e: &Expr, cur: Option<FrameId>) -> Val {
+        // Parentheses only matter for printing.
+        while let Expr::Paren(inner) = e {
+            e = inner;
+        }
         // Trees are at most `MAX_DEPTH` deep, but attribute references nest
         // them; make sure the stack can take the next stretch.
         self.nesting += 1;
@@ -679,7 +687,14 @@ impl Evaluator {
     }
 
     fn eval_select(&mut self, base: &Expr, n: &Name, cur: Option<FrameId>) -> Val {
-        let v = self.eval_in(base, cur);
+        // `TARGET.x`, `MY.x`, `OTHER.x`: resolve the scope name directly.
+        let v = match (base, cur) {
+            (Expr::Attr(b), Some(c)) if matches!(b.sym, wk::TARGET | wk::MY | wk::OTHER) => {
+                let found = self.lookup_with_fallback(c, b.sym, true);
+                self.eval_hit(found)
+            }
+            _ => self.eval_in(base, cur),
+        };
         self.select_value(v, n.sym, cur)
     }
 
