@@ -70,8 +70,16 @@ fn now() -> f64 {
 fn options(strict: bool) -> (ParseOptions, EvalOptions) {
     let now = now();
     (
-        ParseOptions { strict, tz: local_zone },
-        EvalOptions { strict, now, tz: local_zone, seed: now.to_bits() },
+        ParseOptions {
+            strict,
+            tz: local_zone,
+        },
+        EvalOptions {
+            strict,
+            now,
+            tz: local_zone,
+            seed: now.to_bits(),
+        },
     )
 }
 
@@ -113,7 +121,10 @@ fn batch() -> Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let (_, base) = options(false);
     let mut condor = Evaluator::new(base);
-    let mut strict = Evaluator::new(EvalOptions { strict: true, ..base });
+    let mut strict = Evaluator::new(EvalOptions {
+        strict: true,
+        ..base
+    });
     for line in stdin.lock().lines() {
         let line = line.context("reading stdin")?;
         if line.trim().is_empty() {
@@ -140,7 +151,10 @@ fn typed(v: &Value) -> Json {
 
 fn answer(case: &Json, ev: &mut Evaluator) -> Json {
     let id = case.get("id").cloned().unwrap_or(Json::Null);
-    let popts = ParseOptions { strict: ev.options().strict, tz: ev.options().tz };
+    let popts = ParseOptions {
+        strict: ev.options().strict,
+        tz: ev.options().tz,
+    };
     let s = |k: &str| case.get(k).and_then(Json::as_str);
     let parse_ad = |k: &str| -> Option<Result<ClassAd, classad::ParseError>> {
         s(k).map(|t| classad::parse_ad_with(t, popts))
@@ -172,12 +186,16 @@ fn answer(case: &Json, ev: &mut Evaluator) -> Json {
         _ => {
             let my = match parse_ad("my") {
                 Some(Ok(ad)) => Some(ad),
-                Some(Err(e)) => return json!({"id": id, "type": "bad_input", "value": e.to_string()}),
+                Some(Err(e)) => {
+                    return json!({"id": id, "type": "bad_input", "value": e.to_string()})
+                }
                 None => None,
             };
             let target = match parse_ad("target") {
                 Some(Ok(ad)) => Some(ad),
-                Some(Err(e)) => return json!({"id": id, "type": "bad_input", "value": e.to_string()}),
+                Some(Err(e)) => {
+                    return json!({"id": id, "type": "bad_input", "value": e.to_string()})
+                }
                 None => None,
             };
             match classad::parse_expr_with(s("expr").unwrap_or(""), popts) {
