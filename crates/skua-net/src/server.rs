@@ -11,7 +11,9 @@
 //! 4. authorization against the level the route was declared with: token
 //!    scope, then [`SecurityPolicy`] (401 for anonymous callers, 403 for
 //!    others), every refusal logged through `tracing`;
-//! 5. the handler, bounded by [`ServerConfig::handler_timeout`].
+//! 5. the handler, in a task of its own, bounded by
+//!    [`ServerConfig::handler_timeout`]: a caller that disconnects does not
+//!    cancel it, and a panic in it answers `Internal` (500).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -824,19 +826,26 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
     let identity = auth.identity.clone();
     parts.extensions.insert(auth);
     let req = Request::from_parts(parts, Body::new(body));
-    match tokio::time::timeout(shared.handler_timeout, shared.router.clone().oneshot(req)).await {
-        Ok(Ok(resp)) => resp,
-        Ok(Err(never)) => match never {},
-        Err(_) => {
+    // The handler runs in its own task: a caller that goes away does not
+    // cancel it halfway (only the handler timeout does), and a panic in it
+    // becomes a 500 instead of a dropped connection.
+    let router = shared.router.clone();
+    let limit = shared.handler_timeout;
+    let task = tokio::spawn(async move { tokio::time::timeout(limit, router.oneshot(req)).await });
+    match task.await {
+        Ok(Ok(Ok(resp))) => resp,
+        Ok(Ok(Err(never))) => match never {},
+        Ok(Err(_elapsed)) => {
             tracing::warn!(peer = %info.peer, identity = %identity, path, "handler timed out");
             ApiError::new(
                 ErrorCode::Timeout,
-                format!(
-                    "the server did not finish within {:?}",
-                    shared.handler_timeout
-                ),
+                format!("the server did not finish within {limit:?}"),
             )
             .into_response()
+        }
+        Err(e) => {
+            tracing::error!(peer = %info.peer, identity = %identity, path, error = %e, "handler failed");
+            ApiError::internal("the handler failed unexpectedly").into_response()
         }
     }
 }

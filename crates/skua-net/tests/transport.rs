@@ -156,6 +156,15 @@ async fn slow_handler_hits_server_timeout() {
 }
 
 #[tokio::test]
+async fn panicking_handler_answers_internal() {
+    let (_srv, addr) = tcp_server(config(policy())).await;
+    let c = client(addr, Some(token("alice@pool.test", &[AuthLevel::Read])));
+    let err = c.get::<Echo>("/panic").await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Internal);
+    let _: Seen = c.get("/read").await.unwrap();
+}
+
+#[tokio::test]
 async fn connect_failure_is_unavailable() {
     // bind and drop to get a port nobody listens on
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -43,6 +43,10 @@ async fn echo(Json(e): Json<Echo>) -> Json<Echo> {
     Json(e)
 }
 
+async fn panics() -> Json<Echo> {
+    panic!("handler bug")
+}
+
 async fn slow() -> Json<Echo> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     Json(Echo {
@@ -52,7 +56,8 @@ async fn slow() -> Json<Echo> {
 
 /// `GET /read` (READ), `POST /write` (WRITE), `POST /admin`
 /// (ADMINISTRATOR), `POST /daemon` (DAEMON), `POST /negotiator`
-/// (NEGOTIATOR), `GET /slow` (READ, answers after 3 s).
+/// (NEGOTIATOR), `GET /slow` (READ, answers after 3 s), `GET /panic`
+/// (READ, panics).
 pub fn routes() -> Routes {
     Routes::new()
         .route("/read", AuthLevel::Read, get(seen))
@@ -61,6 +66,7 @@ pub fn routes() -> Routes {
         .route("/daemon", AuthLevel::Daemon, post(echo))
         .route("/negotiator", AuthLevel::Negotiator, post(echo))
         .route("/slow", AuthLevel::Read, get(slow))
+        .route("/panic", AuthLevel::Read, get(panics))
         .with_state(AppState {
             greeting: "hi".into(),
         })
