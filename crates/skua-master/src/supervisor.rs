@@ -1328,7 +1328,7 @@ impl Supervisor {
             }
         }
         let delay = policy.delay(child.restarts);
-        child.restarts += 1;
+        child.restarts = child.restarts.saturating_add(1);
         child.phase = Phase::Backoff {
             until: now.saturating_add(delay),
         };
