@@ -108,7 +108,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("collector");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
+        .measurement_time(Duration::from_secs(3));
 
     // Updates: every one of the 10,000 slots re-advertises into a full store
     // (the steady state of a pool). Each ad arrives as a fresh, unshared ad,

@@ -1042,4 +1042,90 @@ mod tests {
             .count();
         assert_eq!(s.count(&TypeFilter::Only(m), Some(&c), 1), expected);
     }
+
+    mod model {
+        use std::collections::HashMap;
+
+        use proptest::prelude::*;
+
+        use super::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Update(usize, usize, Option<u64>, i64),
+            Invalidate(usize, usize),
+            Expire(i64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0..3usize, 0..12usize, proptest::option::of(0..40u64), 0..20i64)
+                    .prop_map(|(t, n, l, dt)| Op::Update(t, n, l, dt)),
+                1 => (0..3usize, 0..12usize).prop_map(|(t, n)| Op::Invalidate(t, n)),
+                1 => (0..60i64).prop_map(Op::Expire),
+            ]
+        }
+
+        const TYPES: [&str; 3] = ["Machine", "Scheduler", "Negotiator"];
+
+        proptest! {
+            /// The store agrees with a plain map of (type, name) to (last
+            /// heard, lifetime) after any sequence of updates,
+            /// invalidations and expiries.
+            #[test]
+            fn store_matches_a_simple_model(ops in proptest::collection::vec(op(), 1..120)) {
+                let mut s = AdStore::new(StoreConfig {
+                    default_lifetime: 25,
+                    ..StoreConfig::default()
+                });
+                let mut model: HashMap<(usize, String), (i64, u64)> = HashMap::new();
+                let mut now = 0i64;
+                for op in ops {
+                    match op {
+                        Op::Update(t, n, life, dt) => {
+                            now += dt;
+                            let name = format!("n{n}");
+                            let out = s.update(&AdType::new(TYPES[t]), &name, ClassAd::new(), life, now);
+                            let lifetime = life.unwrap_or(25);
+                            prop_assert_eq!(out.lifetime, lifetime);
+                            let old = model.insert((t, name), (now, lifetime));
+                            prop_assert_eq!(out.inserted, old.is_none());
+                        }
+                        Op::Invalidate(t, n) => {
+                            let name = format!("n{n}");
+                            let gone = s.invalidate(&AdType::new(TYPES[t]), &name);
+                            prop_assert_eq!(gone.is_some(), model.remove(&(t, name)).is_some());
+                        }
+                        Op::Expire(dt) => {
+                            now += dt;
+                            let mut got: Vec<(String, String)> = s
+                                .expire(now)
+                                .into_iter()
+                                .map(|r| (r.ad_type.as_str().to_string(), r.name))
+                                .collect();
+                            got.sort();
+                            let mut want: Vec<(String, String)> = model
+                                .iter()
+                                .filter(|(_, (t, l))| now - t > *l as i64)
+                                .map(|((ty, n), _)| (TYPES[*ty].to_string(), n.clone()))
+                                .collect();
+                            want.sort();
+                            model.retain(|_, (t, l)| now - *t <= *l as i64);
+                            prop_assert_eq!(got, want);
+                        }
+                    }
+                    prop_assert_eq!(s.len(), model.len());
+                    prop_assert_eq!(s.snapshot().len(), model.len());
+                    prop_assert_eq!(s.count(&TypeFilter::Any, None, now), model.len());
+                    for ((t, name), (heard, _)) in &model {
+                        let ad = s.get(&AdType::new(TYPES[*t]), name);
+                        prop_assert!(ad.is_some());
+                        prop_assert_eq!(ad.and_then(|a| int(a, "LastHeardFrom")), Some(*heard));
+                    }
+                    let next = model.values().map(|(t, l)| t + *l as i64 + 1).min();
+                    prop_assert_eq!(s.next_expiry(), next);
+                }
+            }
+        }
+    }
 }
