@@ -1,0 +1,13 @@
+//! The collector: every daemon's ad, kept by (type, name), expired when it
+//! is not refreshed within its lifetime, and queried with ClassAd
+//! constraints.
+//!
+//! [`store`] is the pure core (no I/O, no clock: `now` is an argument); the
+//! daemon shell that feeds it from the network arrives later.
+
+pub mod store;
+
+pub use store::{
+    AdStore, AdType, RemovedAd, StoreConfig, StoredAd, TypeFilter, UpdateOutcome,
+    DEFAULT_CLASSAD_LIFETIME,
+};
