@@ -19,7 +19,6 @@
 //! trailing blanks are trimmed, and a blank line follows the headings. An
 //! attribute that is missing or of the wrong type shows as `??`. The input
 //! order of the ads is kept: sorting is the caller's.
-#![allow(dead_code)] // until `skua status` calls these
 
 use std::collections::BTreeMap;
 

@@ -2,9 +2,10 @@
 //! is not refreshed within its lifetime, and queried with ClassAd
 //! constraints.
 //!
-//! [`store`] is the pure core (no I/O, no clock: `now` is an argument); the
-//! daemon shell that feeds it from the network arrives later.
+//! [`store`] is the pure core (no I/O, no clock: `now` is an argument);
+//! [`daemon`] is the thin async shell that feeds it from the network.
 
+pub mod daemon;
 pub mod store;
 
 pub use store::{

@@ -10,10 +10,12 @@
 //!   address-file convention by which clients find daemons listening on
 //!   ports chosen by the operating system.
 //!
-//! Like every Skua core this crate does no I/O: it never reads the clock,
+//! [`daemon`] is the thin async shell (`skuad master`) around the
+//! supervisor. Like every Skua core, the two cores do no I/O: it never reads the clock,
 //! the environment or the filesystem, and never starts a process. See
 //! `docs/master.md` for the policy as a table of events and actions.
 
+pub mod daemon;
 pub mod pool;
 pub mod supervisor;
 
