@@ -90,7 +90,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .knob("COLLECTOR_HOST")?
         .and_then(|h| h.rsplit_once(':').and_then(|(_, p)| p.trim().parse::<u16>().ok()))
         .unwrap_or(skua_daemon::context::DEFAULT_COLLECTOR_PORT);
-    let tcp = Listener::tcp(ctx.listen_addr(port)?).await.context("collector: binding TCP")?;
+    let tcp = ctx.tcp_listener(port).await.context("collector")?;
     let sock = ctx.socket_path()?;
     let unix = Listener::unix(&sock).await.context("collector: binding its Unix socket")?;
     let routes = Routes::new()

@@ -223,6 +223,24 @@ impl DaemonContext {
         Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
     }
 
+    /// The TCP listener of this daemon: `listen_addr(port)`, with TLS
+    /// (`AUTH_SSL_SERVER_CERTFILE` / `AUTH_SSL_SERVER_KEYFILE`) unless the
+    /// address is loopback: tokens never cross a network in clear.
+    pub async fn tcp_listener(&self, port: u16) -> Result<skua_net::Listener, DaemonError> {
+        let addr = self.listen_addr(port)?;
+        if addr.ip().is_loopback() {
+            return skua_net::Listener::tcp(addr).await.map_err(|e| DaemonError::Net(format!("binding {addr}: {e}")));
+        }
+        let (Some(cert), Some(key)) = (self.knob("AUTH_SSL_SERVER_CERTFILE")?, self.knob("AUTH_SSL_SERVER_KEYFILE")?) else {
+            return Err(DaemonError::Config(format!(
+                "{addr} is not a loopback address: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE"
+            )));
+        };
+        skua_net::Listener::tls_from_files(addr, std::path::Path::new(&cert), std::path::Path::new(&key))
+            .await
+            .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}")))
+    }
+
     /// The TCP address to listen on: `NETWORK_INTERFACE` (default
     /// 127.0.0.1) and `port`.
     pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {

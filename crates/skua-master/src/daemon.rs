@@ -119,7 +119,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<CommandRequest>();
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<Event>();
 
-    let tcp = Listener::tcp(ctx.listen_addr(0)?).await.context("master: binding TCP")?;
+    let tcp = ctx.tcp_listener(0).await.context("master")?;
     let sock = ctx.socket_path()?;
     let unix = Listener::unix(&sock).await.context("master: binding its Unix socket")?;
     let routes = Routes::new()
