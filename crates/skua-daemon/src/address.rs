@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub enum AddressError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: not an address: {text:?}")]
+    #[error("{path}: {text}")]
     Malformed { path: PathBuf, text: String },
 }
 
@@ -24,19 +24,41 @@ pub fn format_address_file(addr: SocketAddr) -> String {
     format!("{addr}\n")
 }
 
-/// The address in an address file's text (first line; `<...>` and `?...`
-/// parts of HTCondor's sinful strings are accepted).
-pub fn parse_address_file(text: &str) -> Option<SocketAddr> {
-    let first = text.lines().next()?.trim();
-    let first = first.strip_prefix('<').unwrap_or(first);
-    let first = first.split(['?', '>']).next().unwrap_or(first);
-    first.parse().ok()
+/// The address in an address file: its first non-blank line, a socket
+/// address, optionally in HTCondor's `<...>` form with `?parameters`
+/// (which are ignored, as are further lines).
+pub fn parse_address_text(text: &str) -> Result<SocketAddr, String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).ok_or_else(|| "it is empty".to_string())?;
+    let inner = match line.strip_prefix('<') {
+        Some(rest) => rest.strip_suffix('>').ok_or_else(|| format!("unterminated address `{line}`"))?,
+        None => line,
+    };
+    let addr = inner.split_once('?').map_or(inner, |(addr, _)| addr);
+    addr.parse().map_err(|_| format!("`{line}` is not a socket address"))
 }
 
-/// Whether a `COLLECTOR_HOST` value names port 0, i.e. "read the address
-/// file".
-pub fn collector_host_uses_address_file(collector_host: &str) -> bool {
-    collector_host.trim().rsplit_once(':').is_some_and(|(_, port)| port.trim() == "0")
+/// [`parse_address_text`], without the reason.
+pub fn parse_address_file(text: &str) -> Option<SocketAddr> {
+    parse_address_text(text).ok()
+}
+
+/// Whether a client must read the address file to find the daemon named by
+/// `host` (e.g. `COLLECTOR_HOST`): true when its port is 0 (the personal
+/// pool's `127.0.0.1:0`). A host without a port means the default port.
+pub fn collector_host_uses_address_file(host: &str) -> bool {
+    let host = host.trim();
+    let host = host.strip_prefix('<').and_then(|h| h.strip_suffix('>')).unwrap_or(host);
+    let host = host.split_once('?').map_or(host, |(h, _)| h);
+    let port = if let Some(bracketed) = host.strip_prefix('[') {
+        // `[v6]:port`, or `[v6]` without a port.
+        bracketed.split_once("]:").map(|(_, port)| port)
+    } else if host.matches(':').count() == 1 {
+        host.rsplit_once(':').map(|(_, port)| port)
+    } else {
+        // no port, or a bare IPv6 address
+        None
+    };
+    port.is_some_and(|p| p.parse::<u16>() == Ok(0))
 }
 
 /// Writes an address file atomically.
@@ -51,8 +73,7 @@ pub fn write_address_file(path: &Path, addr: SocketAddr) -> Result<(), AddressEr
 pub fn read_address_file(path: &Path) -> Result<SocketAddr, AddressError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| AddressError::Io { path: path.to_path_buf(), source })?;
-    parse_address_file(&text)
-        .ok_or_else(|| AddressError::Malformed { path: path.to_path_buf(), text: text.clone() })
+    parse_address_text(&text).map_err(|reason| AddressError::Malformed { path: path.to_path_buf(), text: reason })
 }
 
 #[cfg(test)]

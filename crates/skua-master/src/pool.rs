@@ -50,6 +50,8 @@
 //! the files.
 
 use std::net::SocketAddr;
+
+pub use skua_daemon::address::{collector_host_uses_address_file, format_address_file};
 use std::path::{Path, PathBuf};
 
 /// Name of the configuration file in the pool directory.
@@ -353,53 +355,9 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     Ok(c.text)
 }
 
-/// The content of an address file for `addr`: one line, the address
-/// (`127.0.0.1:40123`, `[::1]:40123`).
-pub fn format_address_file(addr: SocketAddr) -> String {
-    format!("{addr}\n")
-}
-
-/// The address in an address file: its first non-blank line, a socket
-/// address, optionally in HTCondor's `<...>` form with `?parameters`
-/// (which are ignored, as are further lines).
+/// The address in an address file (see [`skua_daemon::address`]).
 pub fn parse_address_file(text: &str) -> Result<SocketAddr, PoolError> {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .ok_or_else(|| PoolError::BadAddressFile("it is empty".into()))?;
-    let inner = match line.strip_prefix('<') {
-        Some(rest) => rest
-            .strip_suffix('>')
-            .ok_or_else(|| PoolError::BadAddressFile(format!("unterminated address `{line}`")))?,
-        None => line,
-    };
-    let addr = inner.split_once('?').map_or(inner, |(addr, _)| addr);
-    addr.parse()
-        .map_err(|_| PoolError::BadAddressFile(format!("`{line}` is not a socket address")))
-}
-
-/// Whether a client must read `COLLECTOR_ADDRESS_FILE` to find the
-/// collector named by `collector_host`: true when its port is 0 (the
-/// personal pool's `127.0.0.1:0`). A host without a port means HTCondor's
-/// default port 9618, so false.
-pub fn collector_host_uses_address_file(collector_host: &str) -> bool {
-    let host = collector_host.trim();
-    let host = host
-        .strip_prefix('<')
-        .and_then(|h| h.strip_suffix('>'))
-        .unwrap_or(host);
-    let host = host.split_once('?').map_or(host, |(h, _)| h);
-    let port = if let Some(bracketed) = host.strip_prefix('[') {
-        // `[v6]:port`, or `[v6]` without a port.
-        bracketed.split_once("]:").map(|(_, port)| port)
-    } else if host.matches(':').count() == 1 {
-        host.rsplit_once(':').map(|(_, port)| port)
-    } else {
-        // No port, or a bare IPv6 address.
-        None
-    };
-    port.is_some_and(|p| p.parse::<u16>() == Ok(0))
+    skua_daemon::address::parse_address_text(text).map_err(PoolError::BadAddressFile)
 }
 
 // ----- helpers ---------------------------------------------------------------
