@@ -28,12 +28,14 @@ const CASES: u32 = 256;
 /// Each property runs in a child process (`fork`), so that a stack overflow
 /// or an abort is reported, with its shrunk input, like any other failure
 /// instead of killing the whole test binary; a case that runs longer than
-/// `timeout` milliseconds (an endless loop) fails too.
+/// `timeout` milliseconds (an endless loop) fails too. Every crash costs a
+/// new child process, so shrinking is bounded in time rather than in steps.
 fn config() -> ProptestConfig {
     ProptestConfig {
         cases: CASES,
         fork: true,
-        timeout: 30_000,
+        timeout: 10_000,
+        max_shrink_time: 30_000,
         ..ProptestConfig::default()
     }
 }
