@@ -4,8 +4,11 @@
 //! recursive strategy and parsing it (texts that do not parse are skipped),
 //! so every tree is one the parser can really produce. The properties:
 //!
-//! - round trip: `parse(unparse(e)) == e` and
-//!   `unparse(parse(unparse(e))) == unparse(e)`;
+//! - round trip: `parse(unparse(e)) == e`, and the canonical text is a fixed
+//!   point after one round (`- 5` prints ` -5`, as HTCondor prints it, which
+//!   reads back as the literal `-5`, printed `-5`). Trees whose canonical
+//!   text HTCondor itself cannot read back are left out, see
+//!   [`reference_quirk`];
 //! - evaluation never panics: without ads, with a MY ad, and in a match of
 //!   MY and TARGET ads full of self-references and cycles, in HTCondor's
 //!   default mode and in strict mode;
@@ -14,7 +17,7 @@
 
 use classad::{
     parse_ad, parse_expr, parse_expr_bytes, parse_old_ad, rank, symmetric_match, unparse,
-    unparse_ad, ClassAd, EvalOptions, Evaluator, Expr,
+    unparse_ad, ClassAd, EvalOptions, Evaluator, Expr, UnOp,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -539,15 +542,79 @@ fn deep_text() -> impl Strategy<Value = String> {
 }
 
 // ---------------------------------------------------------------------------
+// Canonical texts HTCondor cannot read back either
+// ---------------------------------------------------------------------------
+
+fn is_plain_identifier(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && !["true", "false", "undefined", "error", "is", "isnt"]
+            .iter()
+            .any(|k| name.eq_ignore_ascii_case(k))
+}
+
+/// Whether `e` contains a construct whose canonical text, printed exactly as
+/// HTCondor's unparser prints it (which the conformance corpus requires),
+/// does not parse back to the same tree, in HTCondor too:
+/// - a quoted name after `.` is printed without its quotes (`x.'y z'` prints
+///   `x.y z`);
+/// - a selection from a number prints `4.x`, which lexes as a bad real;
+/// - a real within the last unit of the largest double prints with 16
+///   digits, which reads back as infinity;
+/// - a relative time is printed in whole seconds and in 32 bits;
+/// - a minus sign before a postfix chain starting with a number.
+fn starts_with_number(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(classad::Value::Int(_) | classad::Value::Real(_)) => true,
+        Expr::Elvis(a, _) | Expr::Index(a, _) | Expr::Select(a, _) => starts_with_number(a),
+        _ => false,
+    }
+}
+
+fn reference_quirk(e: &Expr) -> bool {
+    use classad::Value;
+    match e {
+        Expr::Lit(Value::Real(r)) => r.is_finite() && r.abs() >= 1.797_693_134_862_315e308,
+        Expr::RelTimeStr(r) => r.fract() != 0.0 || r.abs() >= 2_147_483_648.0,
+        Expr::Lit(_) | Expr::Attr(_) | Expr::AbsAttr(_) => false,
+        Expr::Select(base, name) => {
+            !is_plain_identifier(name.as_str())
+                || matches!(**base, Expr::Lit(Value::Int(_) | Value::Real(_)))
+                || reference_quirk(base)
+        }
+        Expr::Index(a, b) | Expr::Binary(_, a, b) | Expr::Elvis(a, b) => {
+            reference_quirk(a) || reference_quirk(b)
+        }
+        // ` -` printed before a postfix chain that starts with a number
+        // (`-(5 ?: x)` prints ` -5 ?: x`) reads back with the sign folded
+        // into the number: the same value, another tree.
+        Expr::Unary(UnOp::Neg, a)
+            if !matches!(**a, Expr::Lit(_) | Expr::Unary(..)) && starts_with_number(a) =>
+        {
+            true
+        }
+        Expr::Unary(_, a) | Expr::Paren(a) => reference_quirk(a),
+        Expr::Cond(c) => reference_quirk(&c.0) || reference_quirk(&c.1) || reference_quirk(&c.2),
+        Expr::Call(c) => c.args.iter().any(reference_quirk),
+        Expr::List(items) => items.iter().any(reference_quirk),
+        Expr::Ad(ad) => ad.iter().any(|(_, e)| reference_quirk(e)),
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------
 
 proptest! {
     #![proptest_config(config())]
 
-    /// `parse(unparse(e)) == e` and the canonical text is a fixed point.
+    /// `parse(unparse(e)) == e`, and the canonical text is a fixed point
+    /// after one round.
     #[test]
     fn unparse_round_trips((text, e) in parsed_expr()) {
+        prop_assume!(!reference_quirk(&e));
         let printed = unparse(&e);
         let reparsed = match parse_expr(&printed) {
             Ok(r) => r,
@@ -566,9 +633,11 @@ proptest! {
             printed,
             unparse(&reparsed)
         );
+        let once = unparse(&reparsed);
+        let twice = parse_expr(&once).map(|r| unparse(&r)).unwrap_or_default();
         prop_assert_eq!(
-            unparse(&reparsed),
-            printed,
+            twice,
+            once,
             "the canonical text is not a fixed point; source: {:?}",
             text
         );

@@ -55,7 +55,12 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
         if out.len() == 1 {
             in_status = s == "status";
         }
-        if in_status && s.len() > 2 && s.starts_with('-') && !s.starts_with("--") && s.as_bytes()[1].is_ascii_alphabetic() {
+        if in_status
+            && s.len() > 2
+            && s.starts_with('-')
+            && !s.starts_with("--")
+            && s.as_bytes()[1].is_ascii_alphabetic()
+        {
             let name = &s[1..];
             let mapped = match name {
                 "long" => "--long".to_string(),
@@ -81,7 +86,9 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
         SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
         SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),
-        SkuaCommand::Reconfig(a) => pool_cmd::master_command(skua_proto::MasterCommand::Reconfig, a),
+        SkuaCommand::Reconfig(a) => {
+            pool_cmd::master_command(skua_proto::MasterCommand::Reconfig, a)
+        }
     }
 }
 
@@ -101,7 +108,11 @@ pub fn main_skuad() -> ExitCode {
     let cli = SkuadCli::parse();
     let role = cli.role.to_ascii_lowercase();
     if !DAEMON_ROLES.contains(&role.as_str()) {
-        eprintln!("skuad: unknown daemon role `{}` (known: {})", cli.role, DAEMON_ROLES.join(", "));
+        eprintln!(
+            "skuad: unknown daemon role `{}` (known: {})",
+            cli.role,
+            DAEMON_ROLES.join(", ")
+        );
         return ExitCode::from(2);
     }
     let subsystem = role.to_ascii_uppercase();
@@ -122,11 +133,18 @@ pub fn main_skuad() -> ExitCode {
     let _log = match skua_daemon::logging::init(&ctx.log_dir, &subsystem, &filter, 7) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("skuad {role}: cannot open its log in {}: {e}", ctx.log_dir.display());
+            eprintln!(
+                "skuad {role}: cannot open its log in {}: {e}",
+                ctx.log_dir.display()
+            );
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("skuad {role}: {e}");
@@ -137,7 +155,10 @@ pub fn main_skuad() -> ExitCode {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
                 return;
             };
             tokio::select! {

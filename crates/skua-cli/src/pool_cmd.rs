@@ -42,7 +42,9 @@ fn client_for(config: &skua_config::Config, subsystem: &str, timeout: Duration) 
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 fn report(cmd: &str, r: Result<ExitCode>) -> ExitCode {
@@ -106,11 +108,19 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     }
     let config = load_config()?;
     let client = client_for(&config, "COLLECTOR", Duration::from_secs(20))?;
-    let q = Query { ad_type: ad_type.to_string(), constraint: a.constraint.clone(), projection: a.af.clone() };
-    let reply: QueryReply = runtime()?.block_on(client.command(&routes::COLLECTOR_QUERY, Some(&q)))?;
+    let q = Query {
+        ad_type: ad_type.to_string(),
+        constraint: a.constraint.clone(),
+        projection: a.af.clone(),
+    };
+    let reply: QueryReply =
+        runtime()?.block_on(client.command(&routes::COLLECTOR_QUERY, Some(&q)))?;
     let mut ads: Vec<ClassAd> = Vec::with_capacity(reply.ads.len());
     for text in &reply.ads {
-        ads.push(classad::parse_ad(text).with_context(|| "the collector sent an ad that does not parse")?);
+        ads.push(
+            classad::parse_ad(text)
+                .with_context(|| "the collector sent an ad that does not parse")?,
+        );
     }
     let key = |ad: &ClassAd| match ad.lookup("Name") {
         Some(classad::Expr::Lit(v)) => v.as_string().unwrap_or_default(),
@@ -141,14 +151,21 @@ pub struct DaemonArgs {
 
 pub fn master_command(command: MasterCommand, a: DaemonArgs) -> ExitCode {
     let name = format!("{command:?}").to_ascii_lowercase();
-    report(&name, (|| {
-        let config = load_config()?;
-        let client = client_for(&config, "MASTER", Duration::from_secs(20))?;
-        let body = DaemonCommand { command, daemon: a.daemon.map(|d| d.to_ascii_uppercase()) };
-        let reply: CommandReply = runtime()?.block_on(client.command(&routes::MASTER_COMMAND, Some(&body)))?;
-        println!("{}", reply.message);
-        Ok(ExitCode::SUCCESS)
-    })())
+    report(
+        &name,
+        (|| {
+            let config = load_config()?;
+            let client = client_for(&config, "MASTER", Duration::from_secs(20))?;
+            let body = DaemonCommand {
+                command,
+                daemon: a.daemon.map(|d| d.to_ascii_uppercase()),
+            };
+            let reply: CommandReply =
+                runtime()?.block_on(client.command(&routes::MASTER_COMMAND, Some(&body)))?;
+            println!("{}", reply.message);
+            Ok(ExitCode::SUCCESS)
+        })(),
+    )
 }
 
 // ----- skua token create ------------------------------------------------------
@@ -178,33 +195,45 @@ pub struct TokenCreateArgs {
 
 pub fn token(cmd: TokenCommand) -> ExitCode {
     let TokenCommand::Create(a) = cmd;
-    report("token create", (|| {
-        let config = load_config()?;
-        let key = skua_daemon::security::load_signing_key(&config, false)?
-            .context("no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) is readable here")?;
-        let levels: Vec<AuthLevel> = if a.authz.is_empty() {
-            vec![AuthLevel::Read, AuthLevel::Write]
-        } else {
-            a.authz
-                .iter()
-                .map(|l| l.parse::<AuthLevel>().map_err(|e| anyhow::anyhow!("--authz {l}: {e:?}")))
-                .collect::<Result<_>>()?
-        };
-        let token = skua_net::issue_token(&key, &a.identity, &levels, a.lifetime.map(Duration::from_secs))?;
-        if let Some(name) = &a.token_file {
-            if name.contains('/') {
-                bail!("--token-file takes a file name, not a path");
+    report(
+        "token create",
+        (|| {
+            let config = load_config()?;
+            let key = skua_daemon::security::load_signing_key(&config, false)?.context(
+                "no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) is readable here",
+            )?;
+            let levels: Vec<AuthLevel> = if a.authz.is_empty() {
+                vec![AuthLevel::Read, AuthLevel::Write]
+            } else {
+                a.authz
+                    .iter()
+                    .map(|l| {
+                        l.parse::<AuthLevel>()
+                            .map_err(|e| anyhow::anyhow!("--authz {l}: {e:?}"))
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let token = skua_net::issue_token(
+                &key,
+                &a.identity,
+                &levels,
+                a.lifetime.map(Duration::from_secs),
+            )?;
+            if let Some(name) = &a.token_file {
+                if name.contains('/') {
+                    bail!("--token-file takes a file name, not a path");
+                }
+                let dirs = skua_daemon::security::token_dirs(&config, home().as_deref())?;
+                let dir = dirs.first().context("no token directory is configured")?;
+                std::fs::create_dir_all(dir)?;
+                let path = dir.join(name);
+                write_private(&path, &token)?;
+                eprintln!("saved to {}", path.display());
             }
-            let dirs = skua_daemon::security::token_dirs(&config, home().as_deref())?;
-            let dir = dirs.first().context("no token directory is configured")?;
-            std::fs::create_dir_all(dir)?;
-            let path = dir.join(name);
-            write_private(&path, &token)?;
-            eprintln!("saved to {}", path.display());
-        }
-        println!("{token}");
-        Ok(ExitCode::SUCCESS)
-    })())
+            println!("{token}");
+            Ok(ExitCode::SUCCESS)
+        })(),
+    )
 }
 
 fn write_private(path: &Path, text: &str) -> Result<()> {
@@ -242,7 +271,9 @@ pub struct PoolArgs {
 fn pool_dir(a: &PoolArgs) -> Result<PathBuf> {
     match &a.dir {
         Some(d) => Ok(std::path::absolute(d)?),
-        None => Ok(skua_master::default_pool_dir(&home().context("HOME is not set; give --dir")?)),
+        None => Ok(skua_master::default_pool_dir(
+            &home().context("HOME is not set; give --dir")?,
+        )),
     }
 }
 
@@ -258,7 +289,10 @@ fn config_for(dir: &Path) -> Result<skua_config::Config> {
         env,
         random_seed: 1,
     };
-    Ok(skua_config::Config::load(&skua_daemon::system_config::RealFiles, &opts)?)
+    Ok(skua_config::Config::load(
+        &skua_daemon::system_config::RealFiles,
+        &opts,
+    )?)
 }
 
 pub fn pool(cmd: PoolCommand) -> ExitCode {
@@ -280,14 +314,18 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
     let layout = PoolLayout::new(&dir);
     for d in layout.directories() {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(&d.path).with_context(|| format!("creating {}", d.path.display()))?;
+        std::fs::create_dir_all(&d.path)
+            .with_context(|| format!("creating {}", d.path.display()))?;
         std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(d.mode))?;
     }
     let config_file = layout.config_file();
     let exe = std::env::current_exe()?;
     let skuad = exe.with_file_name("skuad");
     if !config_file.exists() {
-        let opts = PoolOptions { skuad: Some(skuad.clone()), ..PoolOptions::default() };
+        let opts = PoolOptions {
+            skuad: Some(skuad.clone()),
+            ..PoolOptions::default()
+        };
         std::fs::write(&config_file, layout.config_text(&opts)?)
             .with_context(|| format!("writing {}", config_file.display()))?;
         println!("wrote {}", config_file.display());
@@ -299,7 +337,10 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let log = layout.log_dir().join("master.out");
-    let out = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
     let err = out.try_clone()?;
     let mut cmd = std::process::Command::new(&skuad);
     cmd.arg("master")
@@ -308,7 +349,9 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         .stdout(out)
         .stderr(err);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd.spawn().with_context(|| format!("starting {}", skuad.display()))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", skuad.display()))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if answers(&config, "COLLECTOR", &rt) && answers(&config, "MASTER", &rt) {
@@ -318,11 +361,18 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
             bail!("the master exited ({status}); see {}", log.display());
         }
         if Instant::now() > deadline {
-            bail!("the pool did not answer within 30 s; see {}", layout.log_dir().display());
+            bail!(
+                "the pool did not answer within 30 s; see {}",
+                layout.log_dir().display()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    println!("pool running in {} (master pid {})", dir.display(), child.id());
+    println!(
+        "pool running in {} (master pid {})",
+        dir.display(),
+        child.id()
+    );
     println!("to use it: export SKUA_CONFIG={}", config_file.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -340,7 +390,10 @@ fn pool_stop(a: &PoolArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let client = client_for(&config, "MASTER", Duration::from_secs(10))?;
-    let body = DaemonCommand { command: MasterCommand::Off, daemon: Some("MASTER".into()) };
+    let body = DaemonCommand {
+        command: MasterCommand::Off,
+        daemon: Some("MASTER".into()),
+    };
     let _: CommandReply = rt.block_on(client.command(&routes::MASTER_COMMAND, Some(&body)))?;
     let sock = skua_daemon::context::socket_path(&config, "MASTER")?;
     let deadline = Instant::now() + Duration::from_secs(60);

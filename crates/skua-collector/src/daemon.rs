@@ -26,7 +26,11 @@ fn lock(store: &Shared) -> std::sync::MutexGuard<'_, AdStore> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-async fn update(State(store): State<Shared>, caller: Caller, Json(u): Json<AdUpdate>) -> Result<Json<Ack>, ApiError> {
+async fn update(
+    State(store): State<Shared>,
+    caller: Caller,
+    Json(u): Json<AdUpdate>,
+) -> Result<Json<Ack>, ApiError> {
     let ad = classad::parse_ad(&u.ad)
         .or_else(|_| classad::parse_old_ad(&u.ad))
         .map_err(|e| ApiError::bad_request(format!("ad of {} {}: {e}", u.ad_type, u.name)))?;
@@ -41,14 +45,29 @@ async fn update(State(store): State<Shared>, caller: Caller, Json(u): Json<AdUpd
     Ok(Json(Ack {}))
 }
 
-async fn invalidate(State(store): State<Shared>, caller: Caller, Json(i): Json<Invalidate>) -> Json<Ack> {
-    if lock(&store).invalidate(&AdType::new(&i.ad_type), &i.name).is_some() {
-        tracing::info!("{} ad {} withdrawn by {}", i.ad_type, i.name, caller.identity);
+async fn invalidate(
+    State(store): State<Shared>,
+    caller: Caller,
+    Json(i): Json<Invalidate>,
+) -> Json<Ack> {
+    if lock(&store)
+        .invalidate(&AdType::new(&i.ad_type), &i.name)
+        .is_some()
+    {
+        tracing::info!(
+            "{} ad {} withdrawn by {}",
+            i.ad_type,
+            i.name,
+            caller.identity
+        );
     }
     Json(Ack {})
 }
 
-async fn query(State(store): State<Shared>, Json(q): Json<Query>) -> Result<Json<QueryReply>, ApiError> {
+async fn query(
+    State(store): State<Shared>,
+    Json(q): Json<Query>,
+) -> Result<Json<QueryReply>, ApiError> {
     let constraint = q
         .constraint
         .as_deref()
@@ -58,11 +77,19 @@ async fn query(State(store): State<Shared>, Json(q): Json<Query>) -> Result<Json
         .map_err(|e| ApiError::bad_request(format!("constraint: {e}")))?;
     let filter = TypeFilter::parse(&q.ad_type);
     let ads = lock(&store).query(&filter, constraint.as_ref(), &q.projection, now_secs());
-    Ok(Json(QueryReply { ads: ads.iter().map(classad::unparse_ad).collect() }))
+    Ok(Json(QueryReply {
+        ads: ads.iter().map(classad::unparse_ad).collect(),
+    }))
 }
 
 /// The collector's own ad.
-fn collector_ad(ctx: &DaemonContext, name: &str, addr: &str, start: i64, store: &Shared) -> ClassAd {
+fn collector_ad(
+    ctx: &DaemonContext,
+    name: &str,
+    addr: &str,
+    start: i64,
+    store: &Shared,
+) -> ClassAd {
     let mut ad = ClassAd::new();
     ad.insert_value("MyType", "Collector");
     ad.insert_value("Name", name);
@@ -70,7 +97,10 @@ fn collector_ad(ctx: &DaemonContext, name: &str, addr: &str, start: i64, store: 
     ad.insert_value("MyAddress", format!("<{addr}>"));
     ad.insert_value("DaemonStartTime", start);
     ad.insert_value("UidDomain", ctx.uid_domain.as_str());
-    ad.insert_value("CondorVersion", concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"));
+    ad.insert_value(
+        "CondorVersion",
+        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
+    );
     let (machines, total) = {
         let s = lock(store);
         (s.len_of(&AdType::machine()) as i64, s.len() as i64)
@@ -88,11 +118,16 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     })));
     let port = ctx
         .knob("COLLECTOR_HOST")?
-        .and_then(|h| h.rsplit_once(':').and_then(|(_, p)| p.trim().parse::<u16>().ok()))
+        .and_then(|h| {
+            h.rsplit_once(':')
+                .and_then(|(_, p)| p.trim().parse::<u16>().ok())
+        })
         .unwrap_or(skua_daemon::context::DEFAULT_COLLECTOR_PORT);
     let tcp = ctx.tcp_listener(port).await.context("collector")?;
     let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock).await.context("collector: binding its Unix socket")?;
+    let unix = Listener::unix(&sock)
+        .await
+        .context("collector: binding its Unix socket")?;
     let routes = Routes::new()
         .command(&routes::COLLECTOR_UPDATE, post(update))
         .command(&routes::COLLECTOR_INVALIDATE, post(invalidate))

@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum AddressError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {text}")]
     Malformed { path: PathBuf, text: String },
 }
@@ -28,13 +31,20 @@ pub fn format_address_file(addr: SocketAddr) -> String {
 /// address, optionally in HTCondor's `<...>` form with `?parameters`
 /// (which are ignored, as are further lines).
 pub fn parse_address_text(text: &str) -> Result<SocketAddr, String> {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).ok_or_else(|| "it is empty".to_string())?;
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .ok_or_else(|| "it is empty".to_string())?;
     let inner = match line.strip_prefix('<') {
-        Some(rest) => rest.strip_suffix('>').ok_or_else(|| format!("unterminated address `{line}`"))?,
+        Some(rest) => rest
+            .strip_suffix('>')
+            .ok_or_else(|| format!("unterminated address `{line}`"))?,
         None => line,
     };
     let addr = inner.split_once('?').map_or(inner, |(addr, _)| addr);
-    addr.parse().map_err(|_| format!("`{line}` is not a socket address"))
+    addr.parse()
+        .map_err(|_| format!("`{line}` is not a socket address"))
 }
 
 /// [`parse_address_text`], without the reason.
@@ -47,7 +57,10 @@ pub fn parse_address_file(text: &str) -> Option<SocketAddr> {
 /// pool's `127.0.0.1:0`). A host without a port means the default port.
 pub fn collector_host_uses_address_file(host: &str) -> bool {
     let host = host.trim();
-    let host = host.strip_prefix('<').and_then(|h| h.strip_suffix('>')).unwrap_or(host);
+    let host = host
+        .strip_prefix('<')
+        .and_then(|h| h.strip_suffix('>'))
+        .unwrap_or(host);
     let host = host.split_once('?').map_or(host, |(h, _)| h);
     let port = if let Some(bracketed) = host.strip_prefix('[') {
         // `[v6]:port`, or `[v6]` without a port.
@@ -63,7 +76,10 @@ pub fn collector_host_uses_address_file(host: &str) -> bool {
 
 /// Writes an address file atomically.
 pub fn write_address_file(path: &Path, addr: SocketAddr) -> Result<(), AddressError> {
-    let io = |source| AddressError::Io { path: path.to_path_buf(), source };
+    let io = |source| AddressError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, format_address_file(addr)).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
@@ -71,9 +87,14 @@ pub fn write_address_file(path: &Path, addr: SocketAddr) -> Result<(), AddressEr
 
 /// Reads an address file.
 pub fn read_address_file(path: &Path) -> Result<SocketAddr, AddressError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| AddressError::Io { path: path.to_path_buf(), source })?;
-    parse_address_text(&text).map_err(|reason| AddressError::Malformed { path: path.to_path_buf(), text: reason })
+    let text = std::fs::read_to_string(path).map_err(|source| AddressError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_address_text(&text).map_err(|reason| AddressError::Malformed {
+        path: path.to_path_buf(),
+        text: reason,
+    })
 }
 
 #[cfg(test)]
@@ -84,7 +105,10 @@ mod tests {
     fn address_files_round_trip() {
         let addr: SocketAddr = "127.0.0.1:40123".parse().unwrap();
         assert_eq!(parse_address_file(&format_address_file(addr)), Some(addr));
-        assert_eq!(parse_address_file("<127.0.0.1:9618?addrs=x>\nmore"), Some("127.0.0.1:9618".parse().unwrap()));
+        assert_eq!(
+            parse_address_file("<127.0.0.1:9618?addrs=x>\nmore"),
+            Some("127.0.0.1:9618".parse().unwrap())
+        );
         assert_eq!(parse_address_file("garbage"), None);
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(".collector_address");

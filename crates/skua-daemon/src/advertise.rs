@@ -23,7 +23,11 @@ pub struct Advertiser {
 impl Advertiser {
     /// An advertiser of `ad_type`/`name`; fails if the configuration does
     /// not say where the collector is.
-    pub fn new(ctx: &DaemonContext, ad_type: &str, name: &str) -> Result<Advertiser, crate::DaemonError> {
+    pub fn new(
+        ctx: &DaemonContext,
+        ad_type: &str,
+        name: &str,
+    ) -> Result<Advertiser, crate::DaemonError> {
         Ok(Advertiser {
             collector: crate::context::Locator::new(&ctx.config, "COLLECTOR")?,
             token: ctx.daemon_token.clone(),
@@ -50,14 +54,25 @@ impl Advertiser {
             ad: classad::unparse_ad(ad),
             lifetime_secs: self.lifetime,
         };
-        let _: Ack = self.client()?.command(&routes::COLLECTOR_UPDATE, Some(&update)).await.map_err(|e| e.to_string())?;
+        let _: Ack = self
+            .client()?
+            .command(&routes::COLLECTOR_UPDATE, Some(&update))
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
     /// Withdraws the ad.
     pub async fn invalidate(&self) -> Result<(), String> {
-        let inv = Invalidate { ad_type: self.ad_type.clone(), name: self.name.clone() };
-        let _: Ack = self.client()?.command(&routes::COLLECTOR_INVALIDATE, Some(&inv)).await.map_err(|e| e.to_string())?;
+        let inv = Invalidate {
+            ad_type: self.ad_type.clone(),
+            name: self.name.clone(),
+        };
+        let _: Ack = self
+            .client()?
+            .command(&routes::COLLECTOR_INVALIDATE, Some(&inv))
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -77,7 +92,11 @@ impl Advertiser {
             match self.send(&make_ad()).await {
                 Ok(()) => {
                     if failures > 0 {
-                        tracing::info!("advertising {} {} to the collector again", self.ad_type, self.name);
+                        tracing::info!(
+                            "advertising {} {} to the collector again",
+                            self.ad_type,
+                            self.name
+                        );
                     }
                     failures = 0;
                 }
@@ -89,7 +108,11 @@ impl Advertiser {
                 }
             }
             // retry quickly while the collector is unreachable
-            let wait = if failures > 0 { interval.min(Duration::from_secs(1)) } else { interval };
+            let wait = if failures > 0 {
+                interval.min(Duration::from_secs(1))
+            } else {
+                interval
+            };
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = changed.notified() => {}

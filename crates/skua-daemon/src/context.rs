@@ -29,17 +29,18 @@ pub enum DaemonError {
 
 /// Reads a knob (expanded); `None` when undefined or empty.
 pub fn knob(config: &Config, name: &str) -> Result<Option<String>, DaemonError> {
-    config.get(name).map_err(|e| DaemonError::Config(e.to_string()))
+    config
+        .get(name)
+        .map_err(|e| DaemonError::Config(e.to_string()))
 }
 
 /// A knob that must be a non-negative integer.
 pub fn knob_u64(config: &Config, name: &str, default: u64) -> Result<u64, DaemonError> {
     match knob(config, name)? {
         None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| DaemonError::Config(format!("{name} = {v:?} is not a non-negative integer"))),
+        Some(v) => v.trim().parse().map_err(|_| {
+            DaemonError::Config(format!("{name} = {v:?} is not a non-negative integer"))
+        }),
     }
 }
 
@@ -60,16 +61,28 @@ pub fn address_file(config: &Config, subsystem: &str) -> Result<PathBuf, DaemonE
     let upper = subsystem.to_ascii_uppercase();
     match knob(config, &format!("{upper}_ADDRESS_FILE"))? {
         Some(p) => Ok(PathBuf::from(p)),
-        None => Ok(path_knob(config, "LOG")?.join(format!(".{}_address", subsystem.to_ascii_lowercase()))),
+        None => {
+            Ok(path_knob(config, "LOG")?
+                .join(format!(".{}_address", subsystem.to_ascii_lowercase())))
+        }
     }
 }
 
 /// Parses `host[:port]`.
 fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, DaemonError> {
-    let hp = host_port.trim().trim_start_matches('<').trim_end_matches('>');
+    let hp = host_port
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
     let hp = hp.split('?').next().unwrap_or(hp);
-    let with_port =
-        if hp.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) { hp.to_string() } else { format!("{hp}:{default_port}") };
+    let with_port = if hp
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        hp.to_string()
+    } else {
+        format!("{hp}:{default_port}")
+    };
     with_port
         .to_socket_addrs()
         .map_err(|e| DaemonError::Net(format!("cannot resolve {hp}: {e}")))?
@@ -109,7 +122,9 @@ impl Locator {
             return Ok(Endpoint::Unix(self.socket.clone()));
         }
         let addr = match &self.host {
-            Some(h) if !address::collector_host_uses_address_file(h) => resolve(h, DEFAULT_COLLECTOR_PORT)?,
+            Some(h) if !address::collector_host_uses_address_file(h) => {
+                resolve(h, DEFAULT_COLLECTOR_PORT)?
+            }
             _ => address::read_address_file(&self.address_file).map_err(|e| {
                 DaemonError::Net(format!("the {} is not running here ({e})", self.subsystem))
             })?,
@@ -159,16 +174,22 @@ impl DaemonContext {
         let log_dir = path_knob(&config, "LOG")?;
         let lock_dir = path_knob(&config, "LOCK")?;
         for d in [&log_dir, &lock_dir] {
-            std::fs::create_dir_all(d).map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
+            std::fs::create_dir_all(d)
+                .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
         }
         let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
         let env = crate::system_config::environment();
-        let owner = crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
+        let owner =
+            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
         let create_key = matches!(subsystem.as_str(), "COLLECTOR" | "MASTER");
         let signing_key = security::load_signing_key(&config, create_key)?;
-        let daemon_token = signing_key.as_ref().map(|k| security::daemon_token(k, &uid_domain)).transpose()?;
+        let daemon_token = signing_key
+            .as_ref()
+            .map(|k| security::daemon_token(k, &uid_domain))
+            .transpose()?;
         let policy = security::policy_from_config(&config, &owner)?;
-        let update_interval = Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));
+        let update_interval =
+            Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));
         let classad_lifetime = knob_u64(&config, "CLASSAD_LIFETIME", 900)?;
         Ok(DaemonContext {
             subsystem,
@@ -199,7 +220,11 @@ impl DaemonContext {
 
     /// The transport's server configuration.
     pub fn server_config(&self) -> ServerConfig {
-        ServerConfig::new(self.policy.clone(), self.signing_key.clone(), self.uid_domain.clone())
+        ServerConfig::new(
+            self.policy.clone(),
+            self.signing_key.clone(),
+            self.uid_domain.clone(),
+        )
     }
 
     /// This daemon's Unix socket.
@@ -229,26 +254,43 @@ impl DaemonContext {
     pub async fn tcp_listener(&self, port: u16) -> Result<skua_net::Listener, DaemonError> {
         let addr = self.listen_addr(port)?;
         if addr.ip().is_loopback() {
-            return skua_net::Listener::tcp(addr).await.map_err(|e| DaemonError::Net(format!("binding {addr}: {e}")));
+            return skua_net::Listener::tcp(addr)
+                .await
+                .map_err(|e| DaemonError::Net(format!("binding {addr}: {e}")));
         }
-        let (Some(cert), Some(key)) = (self.knob("AUTH_SSL_SERVER_CERTFILE")?, self.knob("AUTH_SSL_SERVER_KEYFILE")?) else {
+        let (Some(cert), Some(key)) = (
+            self.knob("AUTH_SSL_SERVER_CERTFILE")?,
+            self.knob("AUTH_SSL_SERVER_KEYFILE")?,
+        ) else {
             return Err(DaemonError::Config(format!(
                 "{addr} is not a loopback address: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE"
             )));
         };
-        skua_net::Listener::tls_from_files(addr, std::path::Path::new(&cert), std::path::Path::new(&key))
-            .await
-            .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}")))
+        skua_net::Listener::tls_from_files(
+            addr,
+            std::path::Path::new(&cert),
+            std::path::Path::new(&key),
+        )
+        .await
+        .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}")))
     }
 
     /// The TCP address to listen on: `NETWORK_INTERFACE` (default
     /// 127.0.0.1) and `port`.
     pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {
-        let iface = self.knob("NETWORK_INTERFACE")?.unwrap_or_else(|| "127.0.0.1".to_string());
-        let ip = if iface == "*" { "0.0.0.0".to_string() } else { iface };
+        let iface = self
+            .knob("NETWORK_INTERFACE")?
+            .unwrap_or_else(|| "127.0.0.1".to_string());
+        let ip = if iface == "*" {
+            "0.0.0.0".to_string()
+        } else {
+            iface
+        };
         format!("{ip}:{port}")
             .parse()
             .or_else(|_| resolve(&ip, port))
-            .map_err(|_| DaemonError::Config(format!("NETWORK_INTERFACE = {ip:?} is not an address")))
+            .map_err(|_| {
+                DaemonError::Config(format!("NETWORK_INTERFACE = {ip:?} is not an address"))
+            })
     }
 }

@@ -24,7 +24,12 @@ pub fn log_file_name(subsystem: &str) -> String {
 }
 
 /// Installs the global subscriber writing to `log_dir`.
-pub fn init(log_dir: &Path, subsystem: &str, filter: &str, keep: usize) -> anyhow::Result<LogGuard> {
+pub fn init(
+    log_dir: &Path,
+    subsystem: &str,
+    filter: &str,
+    keep: usize,
+) -> anyhow::Result<LogGuard> {
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
         .filename_prefix(log_file_name(subsystem))

@@ -15,11 +15,17 @@ pub const DAEMON_USER: &str = "condor";
 
 /// Splits an HTCondor list value (commas and/or blanks).
 pub fn split_list(value: &str) -> Vec<String> {
-    value.split([',', ' ', '\t', '\n']).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    value
+        .split([',', ' ', '\t', '\n'])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn knob(config: &Config, name: &str) -> Result<Option<String>, DaemonError> {
-    config.get(name).map_err(|e| DaemonError::Config(e.to_string()))
+    config
+        .get(name)
+        .map_err(|e| DaemonError::Config(e.to_string()))
 }
 
 /// `ALLOW_<LEVEL>` / `DENY_<LEVEL>` for every level. Unset lists default to
@@ -42,7 +48,9 @@ pub fn policy_from_config(config: &Config, owner: &str) -> Result<SecurityPolicy
             policy = policy.denying(level, split_list(&v));
         }
     }
-    policy.validate().map_err(|e| DaemonError::Config(format!("security policy: {e:?}")))?;
+    policy
+        .validate()
+        .map_err(|e| DaemonError::Config(format!("security policy: {e:?}")))?;
     Ok(policy)
 }
 
@@ -54,7 +62,9 @@ pub fn signing_key_path(config: &Config) -> Result<Option<PathBuf>, DaemonError>
 /// Loads the pool signing key, creating it (mode 0600) if `create` and it
 /// does not exist yet, as HTCondor's central manager does at first start.
 pub fn load_signing_key(config: &Config, create: bool) -> Result<Option<SigningKey>, DaemonError> {
-    let Some(path) = signing_key_path(config)? else { return Ok(None) };
+    let Some(path) = signing_key_path(config)? else {
+        return Ok(None);
+    };
     if !create && !path.exists() {
         return Ok(None);
     }
@@ -62,8 +72,13 @@ pub fn load_signing_key(config: &Config, create: bool) -> Result<Option<SigningK
         std::fs::create_dir_all(parent)
             .map_err(|e| DaemonError::Io(format!("creating {}: {e}", parent.display())))?;
     }
-    let key = if create { SigningKey::load_or_create(&path) } else { SigningKey::load(&path) };
-    key.map(Some).map_err(|e| DaemonError::Security(format!("{}: {e}", path.display())))
+    let key = if create {
+        SigningKey::load_or_create(&path)
+    } else {
+        SigningKey::load(&path)
+    };
+    key.map(Some)
+        .map_err(|e| DaemonError::Security(format!("{}: {e}", path.display())))
 }
 
 /// A token for the daemons' own identity, valid at the daemon levels.
@@ -71,7 +86,11 @@ pub fn daemon_token(key: &SigningKey, uid_domain: &str) -> Result<String, Daemon
     skua_net::issue_token(
         key,
         &format!("{DAEMON_USER}@{uid_domain}"),
-        &[AuthLevel::Daemon, AuthLevel::Administrator, AuthLevel::Negotiator],
+        &[
+            AuthLevel::Daemon,
+            AuthLevel::Administrator,
+            AuthLevel::Negotiator,
+        ],
         Some(Duration::from_secs(24 * 3600)),
     )
     .map_err(|e| DaemonError::Security(e.to_string()))
@@ -98,7 +117,9 @@ pub fn token_dirs(config: &Config, home: Option<&Path>) -> Result<Vec<PathBuf>, 
 /// The first readable token in `dirs` (files in name order).
 pub fn find_token(dirs: &[PathBuf]) -> Option<String> {
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
         let mut names: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         names.sort();
         for p in names {

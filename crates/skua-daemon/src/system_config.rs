@@ -136,7 +136,12 @@ pub fn host_facts(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 /// The process environment as a map.
 pub fn environment() -> BTreeMap<String, String> {
     std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect()
 }
 

@@ -43,12 +43,23 @@ async fn command(
         MasterCommand::Restart => Command::Restart,
         MasterCommand::Reconfig => Command::Reconfig,
     };
-    tracing::info!("{:?} {} requested by {}", c.command, c.daemon.as_deref().unwrap_or("(all)"), caller.identity);
+    tracing::info!(
+        "{:?} {} requested by {}",
+        c.command,
+        c.daemon.as_deref().unwrap_or("(all)"),
+        caller.identity
+    );
     let (tx, rx) = oneshot::channel();
     st.commands
-        .send(CommandRequest { command, daemon: c.daemon, reply: tx })
+        .send(CommandRequest {
+            command,
+            daemon: c.daemon,
+            reply: tx,
+        })
         .map_err(|_| ApiError::unavailable("the master is shutting down"))?;
-    let message = rx.await.map_err(|_| ApiError::unavailable("the master is shutting down"))?;
+    let message = rx
+        .await
+        .map_err(|_| ApiError::unavailable("the master is shutting down"))?;
     Ok(Json(CommandReply { message }))
 }
 
@@ -61,7 +72,10 @@ fn supervisor_config(ctx: &DaemonContext) -> anyhow::Result<SupervisorConfig> {
     let secs = |name: &str, default: Duration| -> anyhow::Result<Duration> {
         Ok(match ctx.knob(name)? {
             Some(v) => Duration::from_secs_f64(
-                v.trim().parse::<f64>().ok().filter(|f| *f >= 0.0 && f.is_finite())
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f >= 0.0 && f.is_finite())
                     .with_context(|| format!("{name} = {v:?} is not a number of seconds"))?,
             ),
             None => default,
@@ -72,12 +86,20 @@ fn supervisor_config(ctx: &DaemonContext) -> anyhow::Result<SupervisorConfig> {
     c.backoff.recover_time = secs("MASTER_RECOVER_FACTOR", c.backoff.recover_time)?;
     c.shutdown_graceful_timeout = secs("SHUTDOWN_GRACEFUL_TIMEOUT", c.shutdown_graceful_timeout)?;
     if let Some(v) = ctx.knob("MASTER_BACKOFF_FACTOR")? {
-        c.backoff.factor = v.trim().parse().with_context(|| format!("MASTER_BACKOFF_FACTOR = {v:?}"))?;
+        c.backoff.factor = v
+            .trim()
+            .parse()
+            .with_context(|| format!("MASTER_BACKOFF_FACTOR = {v:?}"))?;
     }
     if let Some(v) = ctx.knob("MASTER_MAX_RESTARTS")? {
-        c.max_restarts = Some(v.trim().parse().with_context(|| format!("MASTER_MAX_RESTARTS = {v:?}"))?);
+        c.max_restarts = Some(
+            v.trim()
+                .parse()
+                .with_context(|| format!("MASTER_MAX_RESTARTS = {v:?}"))?,
+        );
     }
-    c.validate().map_err(|e| anyhow::anyhow!("master configuration: {e}"))?;
+    c.validate()
+        .map_err(|e| anyhow::anyhow!("master configuration: {e}"))?;
     Ok(c)
 }
 
@@ -110,7 +132,9 @@ struct Children {
 /// Runs the master until the supervisor says every child is gone after a
 /// shutdown (`shutdown` turning true, or `skua off master`).
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-    let list = ctx.knob("DAEMON_LIST")?.unwrap_or_else(|| "MASTER".to_string());
+    let list = ctx
+        .knob("DAEMON_LIST")?
+        .unwrap_or_else(|| "MASTER".to_string());
     let names = skua_daemon::security::split_list(&list);
     let mut sup = Supervisor::new(&names, supervisor_config(&ctx)?).context("DAEMON_LIST")?;
     let origin = Instant::now();
@@ -121,7 +145,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
 
     let tcp = ctx.tcp_listener(0).await.context("master")?;
     let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock).await.context("master: binding its Unix socket")?;
+    let unix = Listener::unix(&sock)
+        .await
+        .context("master: binding its Unix socket")?;
     let routes = Routes::new()
         .command(&routes::MASTER_COMMAND, post(command))
         .with_state(HandlerState { commands: cmd_tx });
@@ -129,14 +155,20 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let addr = handle.local_addr().context("master: no TCP address")?;
     let addr_file = ctx.address_file()?;
     skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!("master listening on {addr} and {}; daemons: {}", sock.display(), names.join(", "));
+    tracing::info!(
+        "master listening on {addr} and {}; daemons: {}",
+        sock.display(),
+        names.join(", ")
+    );
 
     // the Master ad
     let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let children = Arc::new(Mutex::new(Children { pids: BTreeMap::new() }));
+    let children = Arc::new(Mutex::new(Children {
+        pids: BTreeMap::new(),
+    }));
     let changed = Arc::new(Notify::new());
     let (adv_tx, adv_rx) = watch::channel(false);
     let advertiser = Advertiser::new(&ctx, "Master", &host)?;
@@ -153,11 +185,17 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             ad.insert_value("MyAddress", my_addr.as_str());
             ad.insert_value("DaemonStartTime", start_time);
             ad.insert_value("DaemonList", daemon_list.as_str());
-            let pids = ad_children.lock().map(|c| c.pids.clone()).unwrap_or_default();
+            let pids = ad_children
+                .lock()
+                .map(|c| c.pids.clone())
+                .unwrap_or_default();
             for (name, pid) in pids {
                 ad.insert_value(&format!("{}_PID", name.to_ascii_uppercase()), pid as i64);
             }
-            ad.insert_value("CondorVersion", concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"));
+            ad.insert_value(
+                "CondorVersion",
+                concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
+            );
             ad
         },
         ctx.update_interval,
@@ -194,14 +232,12 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), sig);
                     }
                 }
-                Action::Log { level, message } => {
-                    match level {
-                        LogLevel::Debug => tracing::debug!("{message}"),
-                        LogLevel::Info => tracing::info!("{message}"),
-                        LogLevel::Warn => tracing::warn!("{message}"),
-                        LogLevel::Error => tracing::error!("{message}"),
-                    }
-                }
+                Action::Log { level, message } => match level {
+                    LogLevel::Debug => tracing::debug!("{message}"),
+                    LogLevel::Info => tracing::info!("{message}"),
+                    LogLevel::Warn => tracing::warn!("{message}"),
+                    LogLevel::Error => tracing::error!("{message}"),
+                },
                 Action::GiveUp { name, message } => {
                     tracing::error!("giving up on {name}: {message}");
                 }
@@ -264,7 +300,12 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
 }
 
 /// Spawns one child; reports its exit on `events`.
-fn spawn_child(ctx: &DaemonContext, name: &str, events: &mpsc::UnboundedSender<Event>, now: Duration) -> Event {
+fn spawn_child(
+    ctx: &DaemonContext,
+    name: &str,
+    events: &mpsc::UnboundedSender<Event>,
+    now: Duration,
+) -> Event {
     let spawned = (|| -> anyhow::Result<tokio::process::Child> {
         let (program, args) = program_for(ctx, name)?;
         // a daemon's address file is removed before it starts, so a file
@@ -272,8 +313,13 @@ fn spawn_child(ctx: &DaemonContext, name: &str, events: &mpsc::UnboundedSender<E
         if let Ok(f) = skua_daemon::context::address_file(&ctx.config, name) {
             let _ = std::fs::remove_file(f);
         }
-        let log = ctx.log_dir.join(format!("{}.out", name.to_ascii_lowercase()));
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(&log)
+        let log = ctx
+            .log_dir
+            .join(format!("{}.out", name.to_ascii_lowercase()));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
             .with_context(|| format!("opening {}", log.display()))?;
         let err = out.try_clone()?;
         let child = tokio::process::Command::new(&program)
@@ -297,14 +343,26 @@ fn spawn_child(ctx: &DaemonContext, name: &str, events: &mpsc::UnboundedSender<E
                     Ok(s) => exit_status(s),
                     Err(_) => ExitStatus::Code(-1),
                 };
-                let _ = tx.send(Event::ChildExited { name: n, status, now: origin_offset + started.elapsed() });
+                let _ = tx.send(Event::ChildExited {
+                    name: n,
+                    status,
+                    now: origin_offset + started.elapsed(),
+                });
             });
             tracing::info!("started {name} (pid {pid})");
-            Event::ChildStarted { name: name.to_string(), pid, now }
+            Event::ChildStarted {
+                name: name.to_string(),
+                pid,
+                now,
+            }
         }
         Err(e) => {
             tracing::error!("cannot start {name}: {e:#}");
-            Event::SpawnFailed { name: name.to_string(), error: format!("{e:#}"), now }
+            Event::SpawnFailed {
+                name: name.to_string(),
+                error: format!("{e:#}"),
+                now,
+            }
         }
     }
 }

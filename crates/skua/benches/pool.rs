@@ -23,7 +23,7 @@ fn machine_ad(i: usize, seq: u64) -> String {
          OpSys = \"LINUX\"; Arch = \"X86_64\"; State = \"{}\"; Activity = \"Idle\"; LoadAvg = 0.1; \
          Memory = {}; Cpus = 8; Disk = 100000000; EnteredCurrentActivity = 1700000000; \
          UpdateSequenceNumber = {seq}; DaemonStartTime = 1700000000; Start = true ]",
-        if i % 3 == 0 { "Claimed" } else { "Unclaimed" },
+        if i.is_multiple_of(3) { "Claimed" } else { "Unclaimed" },
         512 * (1 + i % 8)
     )
 }
@@ -60,8 +60,15 @@ fn main() {
         ),
     )
     .expect("config");
-    let child = Command::new(SKUAD).arg("collector").env("SKUA_CONFIG", &config).spawn().expect("skuad");
-    let collector = Collector { child, dir: dir.clone() };
+    let child = Command::new(SKUAD)
+        .arg("collector")
+        .env("SKUA_CONFIG", &config)
+        .spawn()
+        .expect("skuad");
+    let collector = Collector {
+        child,
+        dir: dir.clone(),
+    };
     let sock = dir.join("lock/collector.sock");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !sock.exists() {
@@ -70,9 +77,18 @@ fn main() {
     }
     std::thread::sleep(Duration::from_millis(200));
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
     let client = Arc::new(
-        skua_net::Client::new(skua_net::Endpoint::Unix(sock.clone()), None, Duration::from_secs(30)).expect("client"),
+        skua_net::Client::new(
+            skua_net::Endpoint::Unix(sock.clone()),
+            None,
+            Duration::from_secs(30),
+        )
+        .expect("client"),
     );
     let mut rates = Vec::new();
     for round in 0..5u64 {
@@ -107,14 +123,22 @@ fn main() {
     let constraint = "Memory > 2048 && State == \"Unclaimed\"";
     let mut inproc = Vec::new();
     for _ in 0..10 {
-        let q = skua_proto::Query { ad_type: "Machine".into(), constraint: Some(constraint.into()), projection: vec![] };
+        let q = skua_proto::Query {
+            ad_type: "Machine".into(),
+            constraint: Some(constraint.into()),
+            projection: vec![],
+        };
         let t = Instant::now();
-        let r: skua_proto::QueryReply =
-            rt.block_on(client.command(&skua_proto::routes::COLLECTOR_QUERY, Some(&q))).expect("query");
+        let r: skua_proto::QueryReply = rt
+            .block_on(client.command(&skua_proto::routes::COLLECTOR_QUERY, Some(&q)))
+            .expect("query");
         inproc.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!r.ads.is_empty());
     }
-    println!("constrained query over {MACHINES} ads (client API, whole ads returned): median {:.1} ms", median(inproc));
+    println!(
+        "constrained query over {MACHINES} ads (client API, whole ads returned): median {:.1} ms",
+        median(inproc)
+    );
     let mut cli = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
@@ -124,16 +148,27 @@ fn main() {
             .output()
             .expect("skua status");
         cli.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     println!("`skua status -constraint ... -af Name` with {MACHINES} ads (whole command): median {:.1} ms", median(cli));
     let mut full = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let out = Command::new(SKUA).args(["status"]).env("SKUA_CONFIG", &config).output().expect("skua status");
+        let out = Command::new(SKUA)
+            .args(["status"])
+            .env("SKUA_CONFIG", &config)
+            .output()
+            .expect("skua status");
         full.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(out.status.success());
     }
-    println!("`skua status` (all {MACHINES} slots, default table): median {:.1} ms", median(full));
+    println!(
+        "`skua status` (all {MACHINES} slots, default table): median {:.1} ms",
+        median(full)
+    );
     drop(collector);
 }

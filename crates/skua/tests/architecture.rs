@@ -13,9 +13,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
     // daemons (a pure core inside, a thin async shell around it)
-    ("skua-collector", &["classad", "skua-proto", "skua-net", "skua-daemon"]),
-    ("skua-master", &["classad", "skua-proto", "skua-net", "skua-daemon"]),
-    ("skua-daemon", &["classad", "skua-config", "skua-proto", "skua-net"]),
+    (
+        "skua-collector",
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
+    ),
+    (
+        "skua-master",
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
+    ),
+    (
+        "skua-daemon",
+        &["classad", "skua-config", "skua-proto", "skua-net"],
+    ),
     // user tools and binaries
     (
         "skua-cli",

@@ -49,7 +49,10 @@ impl Pool {
             dir: base.join("pool"),
             home: base,
             master_pid: None,
-            extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            extra_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -111,7 +114,8 @@ impl Pool {
     }
 
     fn types(&self) -> String {
-        String::from_utf8_lossy(&self.skua(&["status", "-any", "-af", "MyType"]).stdout).into_owned()
+        String::from_utf8_lossy(&self.skua(&["status", "-any", "-af", "MyType"]).stdout)
+            .into_owned()
     }
 }
 
@@ -142,8 +146,13 @@ fn fast() -> Vec<(&'static str, &'static str)> {
 fn personal_pool_comes_up_shows_its_daemons_and_stops() {
     let mut pool = Pool::new("updown", &fast());
     pool.start();
-    assert!(pool.config().exists(), "skua pool start writes DIR/skua_config");
-    wait_for("the master's ad", Duration::from_secs(10), || pool.types().contains("DaemonMaster"));
+    assert!(
+        pool.config().exists(),
+        "skua pool start writes DIR/skua_config"
+    );
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
     let types = pool.types();
     assert!(types.contains("Collector"), "{types}");
     let list = pool.ok(&["status", "-master", "-af", "DaemonList"]);
@@ -161,39 +170,57 @@ fn personal_pool_comes_up_shows_its_daemons_and_stops() {
     let collector = pool.collector_pid().expect("collector pid");
     let dir = pool.dir.to_string_lossy().into_owned();
     pool.ok(&["pool", "stop", "--dir", &dir]);
-    wait_for("the daemons to exit", Duration::from_secs(10), || !alive(master) && !alive(collector));
+    wait_for("the daemons to exit", Duration::from_secs(10), || {
+        !alive(master) && !alive(collector)
+    });
     assert!(!pool.dir.join("lock/master.sock").exists());
     assert!(!pool.dir.join("log/.collector_address").exists());
     // starting again keeps the (possibly edited) configuration
-    std::fs::write(pool.config(), std::fs::read_to_string(pool.config()).unwrap() + "# edited\n").unwrap();
+    std::fs::write(
+        pool.config(),
+        std::fs::read_to_string(pool.config()).unwrap() + "# edited\n",
+    )
+    .unwrap();
     pool.start();
-    assert!(std::fs::read_to_string(pool.config()).unwrap().contains("# edited"));
+    assert!(std::fs::read_to_string(pool.config())
+        .unwrap()
+        .contains("# edited"));
 }
 
 #[test]
 fn killed_collector_is_restarted_and_repopulated() {
     let mut pool = Pool::new("restart", &fast());
     pool.start();
-    wait_for("the master's ad", Duration::from_secs(10), || pool.types().contains("DaemonMaster"));
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
     let first = pool.collector_pid().expect("collector pid");
     kill(first, "-KILL");
     // the master restarts it, and the master re-advertises within one
     // update interval (the new collector starts empty: soft state)
-    wait_for("a new collector", Duration::from_secs(15), || pool.collector_pid().is_some_and(|p| p != first));
+    wait_for("a new collector", Duration::from_secs(15), || {
+        pool.collector_pid().is_some_and(|p| p != first)
+    });
     assert!(pool.types().contains("DaemonMaster"));
     // skua off / on through the master
     let off = pool.ok(&["off", "collector"]);
     assert!(off.to_lowercase().contains("collector"), "{off}");
-    wait_for("the collector to stop", Duration::from_secs(10), || !pool.skua(&["status", "-any"]).status.success());
+    wait_for("the collector to stop", Duration::from_secs(10), || {
+        !pool.skua(&["status", "-any"]).status.success()
+    });
     pool.ok(&["on", "collector"]);
-    wait_for("the collector back", Duration::from_secs(10), || pool.types().contains("DaemonMaster"));
+    wait_for("the collector back", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
 }
 
 #[test]
 fn ads_expire_when_their_daemon_is_killed() {
     let mut pool = Pool::new("expire", &fast());
     pool.start();
-    wait_for("the master's ad", Duration::from_secs(10), || pool.types().contains("DaemonMaster"));
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
     let collector = pool.collector_pid().expect("collector pid");
     kill(pool.master_pid.expect("master pid"), "-KILL");
     // the orphaned collector keeps running; the master's ad is not refreshed
@@ -203,42 +230,82 @@ fn ads_expire_when_their_daemon_is_killed() {
         t.contains("Collector") && !t.contains("DaemonMaster")
     });
     kill(collector, "-TERM");
-    wait_for("the collector to exit", Duration::from_secs(10), || !alive(collector));
+    wait_for("the collector to exit", Duration::from_secs(10), || {
+        !alive(collector)
+    });
 }
 
 #[test]
 fn requests_need_a_valid_token_over_tcp() {
     let mut pool = Pool::new("tokens", &fast());
     pool.start();
-    wait_for("the collector", Duration::from_secs(10), || pool.types().contains("Collector"));
-    let addr: std::net::SocketAddr = std::fs::read_to_string(pool.dir.join("log/.collector_address"))
-        .expect("address file")
-        .trim()
-        .parse()
-        .expect("address");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let query = skua_proto::Query { ad_type: "Any".into(), constraint: None, projection: vec![] };
+    wait_for("the collector", Duration::from_secs(10), || {
+        pool.types().contains("Collector")
+    });
+    let addr: std::net::SocketAddr =
+        std::fs::read_to_string(pool.dir.join("log/.collector_address"))
+            .expect("address file")
+            .trim()
+            .parse()
+            .expect("address");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let query = skua_proto::Query {
+        ad_type: "Any".into(),
+        constraint: None,
+        projection: vec![],
+    };
     let call = |token: Option<String>| {
-        let client = skua_net::Client::new(skua_net::Endpoint::Tcp(addr), token, Duration::from_secs(5)).unwrap();
-        rt.block_on(client.command::<_, skua_proto::QueryReply>(&skua_proto::routes::COLLECTOR_QUERY, Some(&query)))
+        let client =
+            skua_net::Client::new(skua_net::Endpoint::Tcp(addr), token, Duration::from_secs(5))
+                .unwrap();
+        rt.block_on(client.command::<_, skua_proto::QueryReply>(
+            &skua_proto::routes::COLLECTOR_QUERY,
+            Some(&query),
+        ))
     };
     // no token
     let e = call(None).expect_err("anonymous query must be refused");
     assert_eq!(e.code(), skua_proto::ErrorCode::Unauthenticated, "{e}");
     // a token signed with another key
     let other = skua_net::SigningKey::generate().unwrap();
-    let forged = skua_net::issue_token(&other, "alice@vm", &[skua_net::AuthLevel::Read], None).unwrap();
+    let forged =
+        skua_net::issue_token(&other, "alice@vm", &[skua_net::AuthLevel::Read], None).unwrap();
     let e = call(Some(forged)).expect_err("forged token must be refused");
     assert_eq!(e.code(), skua_proto::ErrorCode::Unauthenticated, "{e}");
     // a token issued by the pool's administrator
-    let token = pool.ok(&["token", "create", "--identity", "alice@vm", "--authz", "READ"]);
+    let token = pool.ok(&[
+        "token",
+        "create",
+        "--identity",
+        "alice@vm",
+        "--authz",
+        "READ",
+    ]);
     let reply = call(Some(token.trim().to_string())).expect("a valid token is accepted");
     assert!(!reply.ads.is_empty());
     // ... but READ does not allow advertising
-    let client = skua_net::Client::new(skua_net::Endpoint::Tcp(addr), Some(token.trim().to_string()), Duration::from_secs(5)).unwrap();
-    let update = skua_proto::AdUpdate { ad_type: "Machine".into(), name: "fake".into(), ad: "[Name = \"fake\"]".into(), lifetime_secs: 60 };
+    let client = skua_net::Client::new(
+        skua_net::Endpoint::Tcp(addr),
+        Some(token.trim().to_string()),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let update = skua_proto::AdUpdate {
+        ad_type: "Machine".into(),
+        name: "fake".into(),
+        ad: "[Name = \"fake\"]".into(),
+        lifetime_secs: 60,
+    };
     let e = rt
-        .block_on(client.command::<_, skua_proto::Ack>(&skua_proto::routes::COLLECTOR_UPDATE, Some(&update)))
+        .block_on(
+            client.command::<_, skua_proto::Ack>(
+                &skua_proto::routes::COLLECTOR_UPDATE,
+                Some(&update),
+            ),
+        )
         .expect_err("READ may not advertise");
     assert_eq!(e.code(), skua_proto::ErrorCode::PermissionDenied, "{e}");
 }
@@ -247,7 +314,14 @@ fn requests_need_a_valid_token_over_tcp() {
 fn a_daemon_refuses_an_invalid_configuration() {
     let dir = scratch("badconfig");
     let config = dir.join("skua_config");
-    std::fs::write(&config, format!("LOCAL_DIR = {}\nthis line is not configuration\n", dir.display())).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "LOCAL_DIR = {}\nthis line is not configuration\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
     let out = Command::new(SKUAD)
         .arg("collector")
         .env("SKUA_CONFIG", &config)
@@ -255,6 +329,9 @@ fn a_daemon_refuses_an_invalid_configuration() {
         .expect("run skuad");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("{}, line 2", config.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}, line 2", config.display())),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
