@@ -135,13 +135,15 @@ impl Expr {
     }
 }
 
-/// `-` applied to a numeric literal, folded into one literal the way the
-/// lexer folds `-1`.
-fn negated_literal(e: &Expr) -> Option<Value> {
+/// The value of a numeric literal with any `-` signs applied to it folded
+/// in, the way the lexer folds `-1` into one literal; `None` for anything
+/// else.
+fn folded_number(e: &Expr) -> Option<Value> {
     match e {
-        Expr::Unary(UnOp::Neg, inner) => match &**inner {
-            Expr::Lit(Value::Int(i)) => Some(Value::Int(i.wrapping_neg())),
-            Expr::Lit(Value::Real(r)) => Some(Value::Real(-r)),
+        Expr::Lit(v @ (Value::Int(_) | Value::Real(_))) => Some(v.clone()),
+        Expr::Unary(UnOp::Neg, inner) => match folded_number(inner)? {
+            Value::Int(i) => Some(Value::Int(i.wrapping_neg())),
+            Value::Real(r) => Some(Value::Real(-r)),
             _ => None,
         },
         _ => None,
@@ -150,20 +152,16 @@ fn negated_literal(e: &Expr) -> Option<Value> {
 
 /// Structural equality: same tree, attribute and function names compared
 /// case-insensitively, literals compared as the canonical unparser prints
-/// them (reals to 16 significant digits, as HTCondor does). A minus sign
-/// applied to a numeric literal equals the negative literal (`- 1` and `-1`
-/// print alike and mean the same), so `parse(unparse(e)) == e` holds.
+/// them (reals to 16 significant digits, as HTCondor does). Minus signs
+/// applied to a numeric literal are folded into it (`- 1` and `-1` print
+/// alike and mean the same), so `parse(unparse(e)) == e` holds.
 impl PartialEq for Expr {
     fn eq(&self, other: &Expr) -> bool {
         use Expr::*;
-        if let Some(v) = negated_literal(self) {
-            return match other {
-                Lit(w) => v.same_literal(w),
-                _ => negated_literal(other).is_some_and(|w| v.same_literal(&w)),
-            };
-        }
-        if let (Lit(a), Some(w)) = (self, negated_literal(other)) {
-            return a.same_literal(&w);
+        match (folded_number(self), folded_number(other)) {
+            (Some(a), Some(b)) => return a.same_literal(&b),
+            (Some(_), None) | (None, Some(_)) => return false,
+            (None, None) => {}
         }
         match (self, other) {
             (Lit(a), Lit(b)) => a.same_literal(b),

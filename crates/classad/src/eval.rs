@@ -22,6 +22,10 @@ pub(crate) type FrameId = u32;
 /// The reference library's limit on nested attribute evaluation.
 const MAX_ATTR_DEPTH: u32 = 1000;
 
+/// Limit on nested evaluation of any kind (trees are at most 1000 deep, and
+/// at most 1000 attribute references nest them).
+const MAX_EVAL_NESTING: u32 = 10_000;
+
 /// Evaluation options. The clock, the time zone and the random seed are
 /// inputs: the evaluator never reads them from the system.
 #[derive(Clone, Copy)]
@@ -630,8 +634,14 @@ impl Evaluator {
         }
         // Trees are at most `MAX_DEPTH` deep, but attribute references nest
         // them; make sure the stack can take the next stretch.
+        if self.nesting >= MAX_EVAL_NESTING {
+            // Unbounded recursion that no attribute cycle explains (e.g. a
+            // list whose element subscripts the list itself): the evaluation
+            // fails instead of exhausting memory.
+            return self.fail();
+        }
         self.nesting += 1;
-        let v = if self.nesting.is_multiple_of(64) {
+        let v = if self.nesting.is_multiple_of(8) {
             stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_node(e, cur))
         } else {
             self.eval_node(e, cur)
@@ -705,13 +715,27 @@ impl Evaluator {
             Val::Undefined => Val::Undefined,
             Val::Ad(f) => self.select_in(f, sym),
             Val::List(items, _) => {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items.iter() {
-                    let elem = self.eval_rooted(item, cur);
-                    let v = self.select_value(elem, sym, cur);
-                    out.push(self.val_to_expr(v));
+                // A list can contain itself (`l = {l}; l.a`): the mapping
+                // recurses without any attribute cycle, so it counts as
+                // nesting, and stops at the first failure.
+                if self.nesting >= MAX_EVAL_NESTING {
+                    return self.fail();
                 }
-                Val::List(Arc::new(out), None)
+                self.nesting += 1;
+                let v = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || {
+                    let mut out = Vec::with_capacity(items.len());
+                    for item in items.iter() {
+                        let elem = self.eval_rooted(item, cur);
+                        let v = self.select_value(elem, sym, cur);
+                        if self.failed {
+                            return Val::Error;
+                        }
+                        out.push(self.val_to_expr(v));
+                    }
+                    Val::List(Arc::new(out), None)
+                });
+                self.nesting -= 1;
+                v
             }
             _ => Val::Error,
         }

@@ -76,6 +76,20 @@ fn bin_info(tok: &Tok) -> Option<(u8, BinOp)> {
 
 impl<'a> Parser<'a> {
     pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
+        // Strings are C strings in the reference: a NUL byte can neither be
+        // written (`\0` is rejected) nor stored, so it is rejected anywhere.
+        if let Some(at) = src.iter().position(|b| *b == 0) {
+            let before = &src[..at];
+            let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            let col = (at
+                - before
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map(|p| p + 1)
+                    .unwrap_or(0)) as u32
+                + 1;
+            return Err(ParseError::new(line, col, "input contains a NUL byte"));
+        }
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let tok = lex.next_token()?;
         Ok(Parser {
@@ -140,7 +154,7 @@ impl<'a> Parser<'a> {
             return Err(self.too_deep());
         }
         self.nesting += 1;
-        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.expr_inner());
+        let r = stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.expr_inner());
         self.nesting -= 1;
         r
     }
@@ -405,6 +419,20 @@ impl<'a> Parser<'a> {
                         Some(t) => Ok((Expr::Lit(Value::AbsTime(t)), 1)),
                         None => Err(self.err_here(format!("invalid absolute time \"{text}\""))),
                     };
+                }
+                // The canonical text of the special reals is `real("INF")`,
+                // `real("-INF")`, `real("NaN")`: read it back as the literal,
+                // so that printed infinities and NaN parse to what they were.
+                if name == "real" {
+                    let special = match &*text {
+                        "INF" => Some(f64::INFINITY),
+                        "-INF" => Some(f64::NEG_INFINITY),
+                        "NaN" => Some(f64::NAN),
+                        _ => None,
+                    };
+                    if let Some(r) = special {
+                        return Ok((Expr::Lit(Value::Real(r)), 1));
+                    }
                 }
                 if name.eq_ignore_ascii_case("relTime") {
                     return match time::parse_reltime(&text) {

@@ -356,3 +356,31 @@ fn function_names() {
         ("versioncmp(\"1.10\", \"1.9\")", "1"),
     ]);
 }
+
+#[test]
+fn found_by_fuzzing_and_property_tests() {
+    // a NUL byte cannot be printed back (`\0` is rejected): refused on input
+    assert!(parse_expr("\"a\0b\"").is_err());
+    assert!(parse_expr("'\0'").is_err());
+    assert!(classad::parse_old_ad("A = \"\0\"").is_err());
+    // lists that contain themselves: recursion without an attribute cycle
+    // ends in ERROR, not in a crash
+    assert_eq!(eval_in("[l = {l[0]}].l[0]", None, None), "error");
+    assert_eq!(eval_in("[l = {l}; x = l.x].x", None, None), "error");
+    assert_eq!(eval_in("l.x", Some("[l = {l}]"), None), "error");
+    // the printed special reals read back as the same literals
+    for (text, printed) in [
+        ("real(\"INF\")", "real(\"INF\")"),
+        ("1e999", "real(\"INF\")"),
+        ("0.0 / 0.0", "0.0 / 0.0"),
+    ] {
+        let e = parse_expr(text).expect("parse");
+        assert_eq!(classad::unparse(&e), printed);
+        assert_eq!(parse_expr(printed).expect("reparse"), e);
+    }
+    // `- - 5` and its printed form are the same tree, both ways
+    let e = parse_expr("- - 5").expect("parse");
+    let r = parse_expr(&classad::unparse(&e)).expect("reparse");
+    assert_eq!(e, r);
+    assert_eq!(r, e);
+}

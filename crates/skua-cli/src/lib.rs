@@ -9,6 +9,8 @@ use clap::{Parser, Subcommand};
 
 mod classad_cmd;
 mod config_cmd;
+mod pool_cmd;
+mod status_fmt;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
@@ -25,14 +27,68 @@ enum SkuaCommand {
     Classad(classad_cmd::ClassadCommand),
     /// Query the configuration (HTCondor's configuration language).
     Config(config_cmd::ConfigArgs),
+    /// List the pool's machines (or other daemons' ads), like condor_status.
+    Status(pool_cmd::StatusArgs),
+    /// Start or stop a personal pool.
+    #[command(subcommand)]
+    Pool(pool_cmd::PoolCommand),
+    /// Issue tokens.
+    #[command(subcommand)]
+    Token(pool_cmd::TokenCommand),
+    /// Stop a daemon (or all) through the master.
+    Off(pool_cmd::DaemonArgs),
+    /// Start a daemon (or all) again through the master.
+    On(pool_cmd::DaemonArgs),
+    /// Restart a daemon (or all) through the master.
+    Restart(pool_cmd::DaemonArgs),
+    /// Make the daemons re-read their configuration.
+    Reconfig(pool_cmd::DaemonArgs),
+}
+
+/// HTCondor's tools take long options with one dash (`-constraint`,
+/// `-af`); accept them as well as `--constraint`.
+fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut in_status = false;
+    for a in args {
+        let s = a.to_string_lossy();
+        if out.len() == 1 {
+            in_status = s == "status";
+        }
+        if in_status
+            && s.len() > 2
+            && s.starts_with('-')
+            && !s.starts_with("--")
+            && s.as_bytes()[1].is_ascii_alphabetic()
+        {
+            let name = &s[1..];
+            let mapped = match name {
+                "long" => "--long".to_string(),
+                other => format!("--{other}"),
+            };
+            out.push(mapped.into());
+        } else {
+            out.push(a);
+        }
+    }
+    out
 }
 
 /// Entry point of the `skua` binary.
 pub fn main_skua() -> ExitCode {
-    let cli = SkuaCli::parse();
+    let cli = SkuaCli::parse_from(htcondor_style_args(std::env::args_os()));
     match cli.command {
         SkuaCommand::Classad(cmd) => classad_cmd::run(cmd),
         SkuaCommand::Config(args) => config_cmd::run(args),
+        SkuaCommand::Status(args) => pool_cmd::status(args),
+        SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
+        SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
+        SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
+        SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
+        SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),
+        SkuaCommand::Reconfig(a) => {
+            pool_cmd::master_command(skua_proto::MasterCommand::Reconfig, a)
+        }
     }
 }
 
@@ -40,16 +96,89 @@ pub fn main_skua() -> ExitCode {
 #[derive(Parser)]
 #[command(name = "skuad", version, about)]
 struct SkuadCli {
-    /// The daemon to run. No daemon roles exist yet in this release.
+    /// The daemon to run: `master` or `collector`.
     role: String,
 }
+
+/// The daemon roles `skuad` can run.
+pub const DAEMON_ROLES: &[&str] = &["master", "collector"];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
     let cli = SkuadCli::parse();
-    eprintln!(
-        "skuad: unknown daemon role `{}` (this release has no daemons yet)",
-        cli.role
-    );
-    ExitCode::from(2)
+    let role = cli.role.to_ascii_lowercase();
+    if !DAEMON_ROLES.contains(&role.as_str()) {
+        eprintln!(
+            "skuad: unknown daemon role `{}` (known: {})",
+            cli.role,
+            DAEMON_ROLES.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let subsystem = role.to_ascii_uppercase();
+    // An invalid configuration stops the daemon before it starts.
+    let ctx = match skua_daemon::DaemonContext::load(&subsystem) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skuad {role}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = ctx
+        .knob(&format!("{subsystem}_DEBUG"))
+        .ok()
+        .flatten()
+        .or_else(|| std::env::var("SKUA_LOG").ok())
+        .unwrap_or_else(|| "info".to_string());
+    let _log = match skua_daemon::logging::init(&ctx.log_dir, &subsystem, &filter, 7) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!(
+                "skuad {role}: cannot open its log in {}: {e}",
+                ctx.log_dir.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("skuad {role}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::info!("termination signal received");
+            let _ = tx.send(true);
+        });
+        match role.as_str() {
+            "master" => skua_master::daemon::serve(ctx, rx).await,
+            _ => skua_collector::daemon::serve(ctx, rx).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("skuad {}: {e:#}", cli.role);
+            ExitCode::from(1)
+        }
+    }
 }

@@ -6,9 +6,38 @@ use std::process::Command;
 
 /// crate -> our crates it may depend on (normal and build dependencies).
 const ALLOWED: &[(&str, &[&str])] = &[
+    // pure cores
     ("classad", &[]),
     ("skua-config", &[]),
-    ("skua-cli", &["classad", "skua-config"]),
+    // the wire contract and the transport
+    ("skua-proto", &[]),
+    ("skua-net", &["skua-proto"]),
+    // daemons (a pure core inside, a thin async shell around it)
+    (
+        "skua-collector",
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
+    ),
+    (
+        "skua-master",
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
+    ),
+    (
+        "skua-daemon",
+        &["classad", "skua-config", "skua-proto", "skua-net"],
+    ),
+    // user tools and binaries
+    (
+        "skua-cli",
+        &[
+            "classad",
+            "skua-config",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+            "skua-collector",
+            "skua-master",
+        ],
+    ),
     ("skua", &["skua-cli"]),
 ];
 

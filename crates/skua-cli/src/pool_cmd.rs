@@ -1,0 +1,408 @@
+//! The commands that talk to a running pool: `skua status`, `skua pool
+//! start|stop`, `skua token create`, `skua off|on|restart|reconfig`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use classad::ClassAd;
+use skua_daemon::context::Locator;
+use skua_master::{PoolLayout, PoolOptions};
+use skua_net::{AuthLevel, Client, Endpoint};
+use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand, Query, QueryReply};
+
+use crate::status_fmt;
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+fn load_config() -> Result<skua_config::Config> {
+    let config = skua_daemon::system_config::load(Some("TOOL"), None).context("configuration")?;
+    for w in config.warnings() {
+        eprintln!("skua: warning: {w}");
+    }
+    Ok(config)
+}
+
+/// A client for a daemon of the pool this configuration describes: its Unix
+/// socket when local (identified by the kernel), else TCP with the user's
+/// token.
+fn client_for(config: &skua_config::Config, subsystem: &str, timeout: Duration) -> Result<Client> {
+    let endpoint = Locator::new(config, subsystem)?.endpoint()?;
+    let token = match endpoint {
+        Endpoint::Unix(_) => None,
+        _ => {
+            let dirs = skua_daemon::security::token_dirs(config, home().as_deref())?;
+            skua_daemon::security::find_token(&dirs)
+        }
+    };
+    Ok(Client::new(endpoint, token, timeout)?)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn report(cmd: &str, r: Result<ExitCode>) -> ExitCode {
+    match r {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skua {cmd}: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+// ----- skua status ----------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// Only ads for which this ClassAd expression is true.
+    #[arg(long)]
+    constraint: Option<String>,
+    /// Autoformat: print these attributes of each ad, space-separated.
+    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
+    af: Vec<String>,
+    /// Long form: every attribute of each ad, as `Name = value` lines.
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    /// JSON: an array of ads.
+    #[arg(long)]
+    json: bool,
+    /// Master ads instead of machine slots.
+    #[arg(long)]
+    master: bool,
+    /// Scheduler ads.
+    #[arg(long)]
+    schedd: bool,
+    /// Collector ads.
+    #[arg(long)]
+    collector: bool,
+    /// Ads of every type.
+    #[arg(long)]
+    any: bool,
+}
+
+pub fn status(a: StatusArgs) -> ExitCode {
+    report("status", status_inner(a))
+}
+
+fn status_inner(a: StatusArgs) -> Result<ExitCode> {
+    let ad_type = if a.master {
+        "Master"
+    } else if a.schedd {
+        "Scheduler"
+    } else if a.collector {
+        "Collector"
+    } else if a.any {
+        "Any"
+    } else {
+        "Machine"
+    };
+    if let Some(c) = &a.constraint {
+        classad::parse_expr(c).with_context(|| format!("-constraint {c:?}"))?;
+    }
+    let config = load_config()?;
+    let client = client_for(&config, "COLLECTOR", Duration::from_secs(20))?;
+    let q = Query {
+        ad_type: ad_type.to_string(),
+        constraint: a.constraint.clone(),
+        projection: a.af.clone(),
+    };
+    let reply: QueryReply =
+        runtime()?.block_on(client.command(&routes::COLLECTOR_QUERY, Some(&q)))?;
+    let mut ads: Vec<ClassAd> = Vec::with_capacity(reply.ads.len());
+    for text in &reply.ads {
+        ads.push(
+            classad::parse_ad(text)
+                .with_context(|| "the collector sent an ad that does not parse")?,
+        );
+    }
+    let key = |ad: &ClassAd| match ad.lookup("Name") {
+        Some(classad::Expr::Lit(v)) => v.as_string().unwrap_or_default(),
+        _ => String::new(),
+    };
+    ads.sort_by_key(key);
+    let now = skua_daemon::now_secs();
+    let out = if a.json {
+        status_fmt::format_json(&ads, now)
+    } else if a.long {
+        status_fmt::format_long(&ads, now)
+    } else if !a.af.is_empty() {
+        status_fmt::format_autoformat(&ads, &a.af, now)
+    } else {
+        status_fmt::format_default(ad_type, &ads, now)
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+// ----- skua off|on|restart|reconfig ------------------------------------------
+
+#[derive(clap::Args)]
+pub struct DaemonArgs {
+    /// The daemon (e.g. collector); all daemons when omitted.
+    daemon: Option<String>,
+}
+
+pub fn master_command(command: MasterCommand, a: DaemonArgs) -> ExitCode {
+    let name = format!("{command:?}").to_ascii_lowercase();
+    report(
+        &name,
+        (|| {
+            let config = load_config()?;
+            let client = client_for(&config, "MASTER", Duration::from_secs(20))?;
+            let body = DaemonCommand {
+                command,
+                daemon: a.daemon.map(|d| d.to_ascii_uppercase()),
+            };
+            let reply: CommandReply =
+                runtime()?.block_on(client.command(&routes::MASTER_COMMAND, Some(&body)))?;
+            println!("{}", reply.message);
+            Ok(ExitCode::SUCCESS)
+        })(),
+    )
+}
+
+// ----- skua token create ------------------------------------------------------
+
+#[derive(clap::Subcommand)]
+pub enum TokenCommand {
+    /// Issue a token signed with the pool signing key (needs read access to
+    /// the key, i.e. the pool's administrator).
+    Create(TokenCreateArgs),
+}
+
+#[derive(clap::Args)]
+pub struct TokenCreateArgs {
+    /// The identity the token speaks for, user@domain.
+    #[arg(long)]
+    identity: String,
+    /// Levels the token may be used for (repeatable); default READ and WRITE.
+    #[arg(long = "authz", value_name = "LEVEL")]
+    authz: Vec<String>,
+    /// Lifetime in seconds (default: no expiry).
+    #[arg(long)]
+    lifetime: Option<u64>,
+    /// Also save the token as this file name in SEC_TOKEN_DIRECTORY.
+    #[arg(long)]
+    token_file: Option<String>,
+}
+
+pub fn token(cmd: TokenCommand) -> ExitCode {
+    let TokenCommand::Create(a) = cmd;
+    report(
+        "token create",
+        (|| {
+            let config = load_config()?;
+            let key = skua_daemon::security::load_signing_key(&config, false)?.context(
+                "no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) is readable here",
+            )?;
+            let levels: Vec<AuthLevel> = if a.authz.is_empty() {
+                vec![AuthLevel::Read, AuthLevel::Write]
+            } else {
+                a.authz
+                    .iter()
+                    .map(|l| {
+                        l.parse::<AuthLevel>()
+                            .map_err(|e| anyhow::anyhow!("--authz {l}: {e:?}"))
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let token = skua_net::issue_token(
+                &key,
+                &a.identity,
+                &levels,
+                a.lifetime.map(Duration::from_secs),
+            )?;
+            if let Some(name) = &a.token_file {
+                if name.contains('/') {
+                    bail!("--token-file takes a file name, not a path");
+                }
+                let dirs = skua_daemon::security::token_dirs(&config, home().as_deref())?;
+                let dir = dirs.first().context("no token directory is configured")?;
+                std::fs::create_dir_all(dir)?;
+                let path = dir.join(name);
+                write_private(&path, &token)?;
+                eprintln!("saved to {}", path.display());
+            }
+            println!("{token}");
+            Ok(ExitCode::SUCCESS)
+        })(),
+    )
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+// ----- skua pool start|stop -------------------------------------------------
+
+#[derive(clap::Subcommand)]
+pub enum PoolCommand {
+    /// Write DIR/skua_config (kept if it exists), start the master in the
+    /// background, and return once the pool answers.
+    Start(PoolArgs),
+    /// Stop the pool's daemons cleanly.
+    Stop(PoolArgs),
+}
+
+#[derive(clap::Args)]
+pub struct PoolArgs {
+    /// The pool directory (default ~/.skua/pool).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+fn pool_dir(a: &PoolArgs) -> Result<PathBuf> {
+    match &a.dir {
+        Some(d) => Ok(std::path::absolute(d)?),
+        None => Ok(skua_master::default_pool_dir(
+            &home().context("HOME is not set; give --dir")?,
+        )),
+    }
+}
+
+fn config_for(dir: &Path) -> Result<skua_config::Config> {
+    // the pool's own configuration, whatever SKUA_CONFIG says
+    let layout = PoolLayout::new(dir);
+    let env = skua_daemon::system_config::environment();
+    let opts = skua_config::LoadOptions {
+        main_file: Some(layout.config_file().to_string_lossy().into_owned()),
+        subsystem: Some("TOOL".into()),
+        local_name: None,
+        host: skua_daemon::system_config::host_facts(&env),
+        env,
+        random_seed: 1,
+    };
+    Ok(skua_config::Config::load(
+        &skua_daemon::system_config::RealFiles,
+        &opts,
+    )?)
+}
+
+pub fn pool(cmd: PoolCommand) -> ExitCode {
+    match cmd {
+        PoolCommand::Start(a) => report("pool start", pool_start(&a)),
+        PoolCommand::Stop(a) => report("pool stop", pool_stop(&a)),
+    }
+}
+
+fn answers(config: &skua_config::Config, subsystem: &str, rt: &tokio::runtime::Runtime) -> bool {
+    match client_for(config, subsystem, Duration::from_secs(2)) {
+        Ok(c) => rt.block_on(c.hello()).is_ok(),
+        Err(_) => false,
+    }
+}
+
+fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
+    let dir = pool_dir(a)?;
+    let layout = PoolLayout::new(&dir);
+    for d in layout.directories() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&d.path)
+            .with_context(|| format!("creating {}", d.path.display()))?;
+        std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(d.mode))?;
+    }
+    let config_file = layout.config_file();
+    let exe = std::env::current_exe()?;
+    let skuad = exe.with_file_name("skuad");
+    if !config_file.exists() {
+        let opts = PoolOptions {
+            skuad: Some(skuad.clone()),
+            ..PoolOptions::default()
+        };
+        std::fs::write(&config_file, layout.config_text(&opts)?)
+            .with_context(|| format!("writing {}", config_file.display()))?;
+        println!("wrote {}", config_file.display());
+    }
+    let config = config_for(&dir)?;
+    let rt = runtime()?;
+    if answers(&config, "MASTER", &rt) {
+        println!("the pool in {} is already running", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let log = layout.log_dir().join("master.out");
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
+    let err = out.try_clone()?;
+    let mut cmd = std::process::Command::new(&skuad);
+    cmd.arg("master")
+        .env("SKUA_CONFIG", &config_file)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", skuad.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if answers(&config, "COLLECTOR", &rt) && answers(&config, "MASTER", &rt) {
+            break;
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("the master exited ({status}); see {}", log.display());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the pool did not answer within 30 s; see {}",
+                layout.log_dir().display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "pool running in {} (master pid {})",
+        dir.display(),
+        child.id()
+    );
+    println!("to use it: export SKUA_CONFIG={}", config_file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pool_stop(a: &PoolArgs) -> Result<ExitCode> {
+    let dir = pool_dir(a)?;
+    let layout = PoolLayout::new(&dir);
+    if !layout.config_file().exists() {
+        bail!("{} holds no pool", dir.display());
+    }
+    let config = config_for(&dir)?;
+    let rt = runtime()?;
+    if !answers(&config, "MASTER", &rt) {
+        println!("the pool in {} is not running", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let client = client_for(&config, "MASTER", Duration::from_secs(10))?;
+    let body = DaemonCommand {
+        command: MasterCommand::Off,
+        daemon: Some("MASTER".into()),
+    };
+    let _: CommandReply = rt.block_on(client.command(&routes::MASTER_COMMAND, Some(&body)))?;
+    let sock = skua_daemon::context::socket_path(&config, "MASTER")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while sock.exists() {
+        if Instant::now() > deadline {
+            bail!("the master did not stop within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!("pool in {} stopped", dir.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,129 @@
+//! Advertising a daemon's ad to the collector: at start, every
+//! `UPDATE_INTERVAL`, on significant change, and withdrawn on clean
+//! shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use classad::ClassAd;
+use skua_proto::{routes, Ack, AdUpdate, Invalidate};
+use tokio::sync::{watch, Notify};
+
+use crate::context::DaemonContext;
+
+/// Sends one daemon's ad to the collector.
+pub struct Advertiser {
+    collector: crate::context::Locator,
+    token: Option<String>,
+    ad_type: String,
+    name: String,
+    lifetime: u64,
+}
+
+impl Advertiser {
+    /// An advertiser of `ad_type`/`name`; fails if the configuration does
+    /// not say where the collector is.
+    pub fn new(
+        ctx: &DaemonContext,
+        ad_type: &str,
+        name: &str,
+    ) -> Result<Advertiser, crate::DaemonError> {
+        Ok(Advertiser {
+            collector: crate::context::Locator::new(&ctx.config, "COLLECTOR")?,
+            token: ctx.daemon_token.clone(),
+            ad_type: ad_type.to_string(),
+            name: name.to_string(),
+            lifetime: ctx.classad_lifetime,
+        })
+    }
+
+    fn client(&self) -> Result<skua_net::Client, String> {
+        let endpoint = self.collector.endpoint().map_err(|e| e.to_string())?;
+        let token = match endpoint {
+            skua_net::Endpoint::Unix(_) => None,
+            _ => self.token.clone(),
+        };
+        skua_net::Client::new(endpoint, token, Duration::from_secs(10)).map_err(|e| e.to_string())
+    }
+
+    /// Sends the ad once.
+    pub async fn send(&self, ad: &ClassAd) -> Result<(), String> {
+        let update = AdUpdate {
+            ad_type: self.ad_type.clone(),
+            name: self.name.clone(),
+            ad: classad::unparse_ad(ad),
+            lifetime_secs: self.lifetime,
+        };
+        let _: Ack = self
+            .client()?
+            .command(&routes::COLLECTOR_UPDATE, Some(&update))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Withdraws the ad.
+    pub async fn invalidate(&self) -> Result<(), String> {
+        let inv = Invalidate {
+            ad_type: self.ad_type.clone(),
+            name: self.name.clone(),
+        };
+        let _: Ack = self
+            .client()?
+            .command(&routes::COLLECTOR_INVALIDATE, Some(&inv))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Runs until `shutdown` turns true: sends `make_ad()` now, every
+    /// `interval`, and whenever `changed` is notified; withdraws the ad at
+    /// the end. Failures are logged and retried at the next round (the
+    /// collector may not be up yet, or may be restarting).
+    pub async fn run(
+        self,
+        make_ad: impl Fn() -> ClassAd + Send + 'static,
+        interval: Duration,
+        changed: Arc<Notify>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut failures = 0u32;
+        loop {
+            match self.send(&make_ad()).await {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(
+                            "advertising {} {} to the collector again",
+                            self.ad_type,
+                            self.name
+                        );
+                    }
+                    failures = 0;
+                }
+                Err(e) => {
+                    if failures == 0 {
+                        tracing::warn!("cannot advertise {} {}: {e}", self.ad_type, self.name);
+                    }
+                    failures += 1;
+                }
+            }
+            // retry quickly while the collector is unreachable
+            let wait = if failures > 0 {
+                interval.min(Duration::from_secs(1))
+            } else {
+                interval
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = changed.notified() => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() {
+                break;
+            }
+        }
+        if let Err(e) = self.invalidate().await {
+            tracing::debug!("withdrawing {} {}: {e}", self.ad_type, self.name);
+        }
+    }
+}

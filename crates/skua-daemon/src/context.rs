@@ -1,0 +1,296 @@
+//! The daemon context: configuration, directories, security, and how to
+//! reach other daemons.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use skua_config::Config;
+use skua_net::{Client, Endpoint, SecurityPolicy, ServerConfig, SigningKey};
+
+use crate::address;
+use crate::security;
+
+/// HTCondor's default collector port.
+pub const DEFAULT_COLLECTOR_PORT: u16 = 9618;
+
+/// Errors setting up or running a daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("{0}")]
+    Io(String),
+    #[error("security: {0}")]
+    Security(String),
+    #[error("{0}")]
+    Net(String),
+}
+
+/// Reads a knob (expanded); `None` when undefined or empty.
+pub fn knob(config: &Config, name: &str) -> Result<Option<String>, DaemonError> {
+    config
+        .get(name)
+        .map_err(|e| DaemonError::Config(e.to_string()))
+}
+
+/// A knob that must be a non-negative integer.
+pub fn knob_u64(config: &Config, name: &str, default: u64) -> Result<u64, DaemonError> {
+    match knob(config, name)? {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| {
+            DaemonError::Config(format!("{name} = {v:?} is not a non-negative integer"))
+        }),
+    }
+}
+
+fn path_knob(config: &Config, name: &str) -> Result<PathBuf, DaemonError> {
+    knob(config, name)?
+        .map(PathBuf::from)
+        .ok_or_else(|| DaemonError::Config(format!("{name} is not defined")))
+}
+
+/// The Unix-domain socket of a daemon on this host: `$(LOCK)/<daemon>.sock`.
+pub fn socket_path(config: &Config, daemon: &str) -> Result<PathBuf, DaemonError> {
+    Ok(path_knob(config, "LOCK")?.join(format!("{}.sock", daemon.to_ascii_lowercase())))
+}
+
+/// Where a daemon of this host publishes its TCP address
+/// (`<SUBSYS>_ADDRESS_FILE`, default `$(LOG)/.<subsys>_address`).
+pub fn address_file(config: &Config, subsystem: &str) -> Result<PathBuf, DaemonError> {
+    let upper = subsystem.to_ascii_uppercase();
+    match knob(config, &format!("{upper}_ADDRESS_FILE"))? {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => {
+            Ok(path_knob(config, "LOG")?
+                .join(format!(".{}_address", subsystem.to_ascii_lowercase())))
+        }
+    }
+}
+
+/// Parses `host[:port]`.
+fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, DaemonError> {
+    let hp = host_port
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
+    let hp = hp.split('?').next().unwrap_or(hp);
+    let with_port = if hp
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        hp.to_string()
+    } else {
+        format!("{hp}:{default_port}")
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| DaemonError::Net(format!("cannot resolve {hp}: {e}")))?
+        .next()
+        .ok_or_else(|| DaemonError::Net(format!("{hp} has no address")))
+}
+
+/// Where a daemon is found, read from the configuration once (so it can
+/// move between threads; the configuration itself cannot).
+#[derive(Clone, Debug)]
+pub struct Locator {
+    subsystem: String,
+    socket: PathBuf,
+    host: Option<String>,
+    address_file: PathBuf,
+    ca_file: Option<String>,
+}
+
+impl Locator {
+    pub fn new(config: &Config, subsystem: &str) -> Result<Locator, DaemonError> {
+        let upper = subsystem.to_ascii_uppercase();
+        Ok(Locator {
+            subsystem: subsystem.to_ascii_lowercase(),
+            socket: socket_path(config, subsystem)?,
+            host: knob(config, &format!("{upper}_HOST"))?,
+            address_file: address_file(config, subsystem)?,
+            ca_file: knob(config, "AUTH_SSL_CLIENT_CAFILE")?,
+        })
+    }
+
+    /// How a client on this host reaches the daemon: its Unix socket if
+    /// present (the kernel vouches for the caller), else TCP at
+    /// `<SUBSYS>_HOST` (port 0: the address file), with TLS unless the
+    /// address is loopback.
+    pub fn endpoint(&self) -> Result<Endpoint, DaemonError> {
+        if self.socket.exists() {
+            return Ok(Endpoint::Unix(self.socket.clone()));
+        }
+        let addr = match &self.host {
+            Some(h) if !address::collector_host_uses_address_file(h) => {
+                resolve(h, DEFAULT_COLLECTOR_PORT)?
+            }
+            _ => address::read_address_file(&self.address_file).map_err(|e| {
+                DaemonError::Net(format!("the {} is not running here ({e})", self.subsystem))
+            })?,
+        };
+        if addr.ip().is_loopback() {
+            return Ok(Endpoint::Tcp(addr));
+        }
+        let Some(ca) = &self.ca_file else {
+            return Err(DaemonError::Config(format!(
+                "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
+            )));
+        };
+        let pem = std::fs::read_to_string(ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?;
+        Ok(Endpoint::Tls(addr, pem))
+    }
+}
+
+/// How a client on this host reaches a daemon (see [`Locator::endpoint`]).
+pub fn daemon_endpoint(config: &Config, subsystem: &str) -> Result<Endpoint, DaemonError> {
+    Locator::new(config, subsystem)?.endpoint()
+}
+
+/// Everything a daemon needs from its environment.
+pub struct DaemonContext {
+    /// `COLLECTOR`, `MASTER`, ...
+    pub subsystem: String,
+    pub config: Config,
+    pub log_dir: PathBuf,
+    pub lock_dir: PathBuf,
+    pub uid_domain: String,
+    /// The account the daemon runs as.
+    pub owner: String,
+    pub signing_key: Option<SigningKey>,
+    /// The daemon's own token (for TCP calls to other daemons).
+    pub daemon_token: Option<String>,
+    pub policy: SecurityPolicy,
+    pub update_interval: Duration,
+    pub classad_lifetime: u64,
+}
+
+impl DaemonContext {
+    /// Builds the context from an already loaded configuration: creates the
+    /// log and lock directories, loads (or, for the collector and master,
+    /// creates) the pool signing key.
+    pub fn from_config(subsystem: &str, config: Config) -> Result<DaemonContext, DaemonError> {
+        let subsystem = subsystem.to_ascii_uppercase();
+        let log_dir = path_knob(&config, "LOG")?;
+        let lock_dir = path_knob(&config, "LOCK")?;
+        for d in [&log_dir, &lock_dir] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
+        }
+        let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
+        let env = crate::system_config::environment();
+        let owner =
+            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
+        let create_key = matches!(subsystem.as_str(), "COLLECTOR" | "MASTER");
+        let signing_key = security::load_signing_key(&config, create_key)?;
+        let daemon_token = signing_key
+            .as_ref()
+            .map(|k| security::daemon_token(k, &uid_domain))
+            .transpose()?;
+        let policy = security::policy_from_config(&config, &owner)?;
+        let update_interval =
+            Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));
+        let classad_lifetime = knob_u64(&config, "CLASSAD_LIFETIME", 900)?;
+        Ok(DaemonContext {
+            subsystem,
+            config,
+            log_dir,
+            lock_dir,
+            uid_domain,
+            owner,
+            signing_key,
+            daemon_token,
+            policy,
+            update_interval,
+            classad_lifetime,
+        })
+    }
+
+    /// Loads the system configuration as `subsystem` and builds the context.
+    pub fn load(subsystem: &str) -> Result<DaemonContext, DaemonError> {
+        let config = crate::system_config::load(Some(subsystem), None)
+            .map_err(|e| DaemonError::Config(e.to_string()))?;
+        DaemonContext::from_config(subsystem, config)
+    }
+
+    /// A knob of this daemon's configuration.
+    pub fn knob(&self, name: &str) -> Result<Option<String>, DaemonError> {
+        knob(&self.config, name)
+    }
+
+    /// The transport's server configuration.
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig::new(
+            self.policy.clone(),
+            self.signing_key.clone(),
+            self.uid_domain.clone(),
+        )
+    }
+
+    /// This daemon's Unix socket.
+    pub fn socket_path(&self) -> Result<PathBuf, DaemonError> {
+        socket_path(&self.config, &self.subsystem)
+    }
+
+    /// This daemon's address file.
+    pub fn address_file(&self) -> Result<PathBuf, DaemonError> {
+        address_file(&self.config, &self.subsystem)
+    }
+
+    /// A client for another daemon of the pool (its socket if local, else
+    /// TCP with this daemon's token).
+    pub fn client_for(&self, subsystem: &str, timeout: Duration) -> Result<Client, DaemonError> {
+        let endpoint = daemon_endpoint(&self.config, subsystem)?;
+        let token = match endpoint {
+            Endpoint::Unix(_) => None,
+            _ => self.daemon_token.clone(),
+        };
+        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+    }
+
+    /// The TCP listener of this daemon: `listen_addr(port)`, with TLS
+    /// (`AUTH_SSL_SERVER_CERTFILE` / `AUTH_SSL_SERVER_KEYFILE`) unless the
+    /// address is loopback: tokens never cross a network in clear.
+    pub async fn tcp_listener(&self, port: u16) -> Result<skua_net::Listener, DaemonError> {
+        let addr = self.listen_addr(port)?;
+        if addr.ip().is_loopback() {
+            return skua_net::Listener::tcp(addr)
+                .await
+                .map_err(|e| DaemonError::Net(format!("binding {addr}: {e}")));
+        }
+        let (Some(cert), Some(key)) = (
+            self.knob("AUTH_SSL_SERVER_CERTFILE")?,
+            self.knob("AUTH_SSL_SERVER_KEYFILE")?,
+        ) else {
+            return Err(DaemonError::Config(format!(
+                "{addr} is not a loopback address: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE"
+            )));
+        };
+        skua_net::Listener::tls_from_files(
+            addr,
+            std::path::Path::new(&cert),
+            std::path::Path::new(&key),
+        )
+        .await
+        .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}")))
+    }
+
+    /// The TCP address to listen on: `NETWORK_INTERFACE` (default
+    /// 127.0.0.1) and `port`.
+    pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {
+        let iface = self
+            .knob("NETWORK_INTERFACE")?
+            .unwrap_or_else(|| "127.0.0.1".to_string());
+        let ip = if iface == "*" {
+            "0.0.0.0".to_string()
+        } else {
+            iface
+        };
+        format!("{ip}:{port}")
+            .parse()
+            .or_else(|_| resolve(&ip, port))
+            .map_err(|_| {
+                DaemonError::Config(format!("NETWORK_INTERFACE = {ip:?} is not an address"))
+            })
+    }
+}

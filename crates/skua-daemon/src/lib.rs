@@ -1,0 +1,31 @@
+//! What every Skua daemon shares: the configuration read from the real
+//! system, directories, logging, the security setup (pool signing key,
+//! daemon token, ALLOW/DENY policy), address files, and the loop that
+//! advertises a daemon's ad to the collector.
+//!
+//! This is the edge where the file system, the environment and the clock are
+//! read; the decisions are made by the pure cores (`skua-config`,
+//! `classad`, the daemons' own cores).
+
+pub mod address;
+pub mod advertise;
+pub mod context;
+pub mod logging;
+pub mod security;
+pub mod system_config;
+
+pub use address::{
+    collector_host_uses_address_file, format_address_file, parse_address_file, read_address_file,
+    write_address_file, AddressError,
+};
+pub use advertise::Advertiser;
+pub use context::{DaemonContext, DaemonError};
+
+/// Seconds since the Unix epoch, from the system clock (daemons only: the
+/// cores take time as an argument).
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

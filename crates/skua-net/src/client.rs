@@ -1,0 +1,402 @@
+//! The client: JSON calls over TCP, TLS or a Unix socket, each bounded by a
+//! timeout, on a small pool of keep-alive connections.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::{HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use skua_proto::{routes, ErrorBody, ErrorCode, Route, WhoAmI, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::TlsConnector;
+
+use crate::NetError;
+
+/// Idle connections kept per client.
+const MAX_IDLE: usize = 4;
+/// How long an idle connection is reused; well under the server's 30 s
+/// keep-alive, so the server never closes one under a request.
+const MAX_IDLE_AGE: Duration = Duration::from_secs(10);
+/// Default largest reply accepted.
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
+
+/// Where a server listens.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Plain TCP.
+    Tcp(SocketAddr),
+    /// TLS over TCP, trusting the CA certificate(s) in the PEM text; the
+    /// server's certificate must name the IP address.
+    Tls(SocketAddr, String),
+    /// A Unix-domain socket; the server identifies the caller by its uid.
+    Unix(PathBuf),
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Tcp(a) => write!(f, "tcp://{a}"),
+            Endpoint::Tls(a, _) => write!(f, "tls://{a}"),
+            Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A client of one endpoint. Cheap to clone (clones share connections);
+/// calls may run concurrently, each on its own connection.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    endpoint: Endpoint,
+    label: String,
+    authorization: Option<HeaderValue>,
+    timeout: Duration,
+    tls: Option<(TlsConnector, SocketAddr)>,
+    max_response_bytes: usize,
+    idle: Mutex<Vec<Idle>>,
+}
+
+struct Idle {
+    sender: SendRequest<Full<Bytes>>,
+    since: Instant,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoint", &self.inner.endpoint)
+            .field(
+                "token",
+                &self.inner.authorization.as_ref().map(|_| "<secret>"),
+            )
+            .field("timeout", &self.inner.timeout)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client of `endpoint`, presenting `token` (if any) as
+    /// `Authorization: Bearer`, bounding every call by `timeout`
+    /// (connecting, sending, and reading the whole reply). Fails on a bad
+    /// CA PEM or a token that cannot be a header value.
+    pub fn new(
+        endpoint: Endpoint,
+        token: Option<String>,
+        timeout: Duration,
+    ) -> Result<Self, NetError> {
+        let authorization = match token {
+            None => None,
+            Some(t) => {
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", t.trim())).map_err(|_| {
+                        NetError::Config("the token contains invalid characters".into())
+                    })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+        };
+        let tls = match &endpoint {
+            Endpoint::Tls(addr, ca_pem) => Some((
+                TlsConnector::from(crate::tls::client_config(ca_pem.as_bytes())?),
+                *addr,
+            )),
+            _ => None,
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                label: endpoint.to_string(),
+                endpoint,
+                authorization,
+                timeout,
+                tls,
+                max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+                idle: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The same client with another reply size limit (default 256 MiB).
+    /// Connections are not shared with the original.
+    pub fn with_max_response_bytes(&self, max: usize) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                endpoint: self.inner.endpoint.clone(),
+                label: self.inner.label.clone(),
+                authorization: self.inner.authorization.clone(),
+                timeout: self.inner.timeout,
+                tls: self.inner.tls.clone(),
+                max_response_bytes: max,
+                idle: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
+    }
+
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// Sends `body` (JSON) with `method` to `path` and decodes the JSON
+    /// reply. An error status becomes [`NetError::Remote`] with the
+    /// server's [`ErrorBody`].
+    pub async fn call<Req, Resp>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Req>,
+    ) -> Result<Resp, NetError>
+    where
+        Req: Serialize + ?Sized,
+        Resp: DeserializeOwned,
+    {
+        let body = match body {
+            Some(b) => Some(Bytes::from(
+                serde_json::to_vec(b).map_err(NetError::Encode)?,
+            )),
+            None => None,
+        };
+        let exchange = self.exchange(method, path, body);
+        let (status, bytes) = match tokio::time::timeout(self.inner.timeout, exchange).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(NetError::Timeout {
+                    endpoint: self.inner.label.clone(),
+                    after: self.inner.timeout,
+                })
+            }
+        };
+        if !status.is_success() {
+            let body = serde_json::from_slice::<ErrorBody>(&bytes).unwrap_or_else(|_| {
+                let text = String::from_utf8_lossy(&bytes);
+                let text: String = text.chars().take(200).collect();
+                ErrorBody::new(
+                    ErrorCode::from_http_status(status.as_u16()),
+                    format!("http status {status}: {text}"),
+                )
+            });
+            return Err(NetError::Remote {
+                endpoint: self.inner.label.clone(),
+                status: status.as_u16(),
+                body,
+            });
+        }
+        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(bytes).map_err(|e| NetError::Decode {
+            endpoint: self.inner.label.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `GET path`.
+    pub async fn get<Resp: DeserializeOwned>(&self, path: &str) -> Result<Resp, NetError> {
+        self.call::<(), Resp>(Method::GET, path, None).await
+    }
+
+    /// `POST path` with `body`.
+    pub async fn post<Req, Resp>(&self, path: &str, body: &Req) -> Result<Resp, NetError>
+    where
+        Req: Serialize + ?Sized,
+        Resp: DeserializeOwned,
+    {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// Calls a protocol route with its method.
+    pub async fn command<Req, Resp>(
+        &self,
+        route: &Route,
+        body: Option<&Req>,
+    ) -> Result<Resp, NetError>
+    where
+        Req: Serialize + ?Sized,
+        Resp: DeserializeOwned,
+    {
+        let method = Method::from_bytes(route.method.as_bytes())
+            .map_err(|_| NetError::Config(format!("bad method `{}`", route.method)))?;
+        self.call(method, route.path, body).await
+    }
+
+    /// `GET /hello`: who the server thinks we are.
+    pub async fn hello(&self) -> Result<WhoAmI, NetError> {
+        self.get(routes::HELLO.path).await
+    }
+
+    fn request(&self, method: &Method, path: &str, body: &Option<Bytes>) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body.clone().unwrap_or_default()));
+        *req.method_mut() = method.clone();
+        *req.uri_mut() = match path.parse() {
+            Ok(uri) => uri,
+            Err(_) => http::Uri::from_static("/"),
+        };
+        let h = req.headers_mut();
+        let host = match &self.inner.endpoint {
+            Endpoint::Tcp(a) | Endpoint::Tls(a, _) => HeaderValue::from_str(&a.to_string()).ok(),
+            Endpoint::Unix(_) => None,
+        };
+        h.insert(HOST, host.unwrap_or(HeaderValue::from_static("localhost")));
+        h.insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
+        h.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if body.is_some() {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(a) = &self.inner.authorization {
+            h.insert(AUTHORIZATION, a.clone());
+        }
+        req
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<(StatusCode, Bytes), NetError> {
+        if !path.starts_with('/') || path.parse::<http::Uri>().is_err() {
+            return Err(NetError::Config(format!("invalid request path `{path}`")));
+        }
+        let response = loop {
+            match self.checkout() {
+                Some(mut sender) => {
+                    // A pooled connection may have been closed by the
+                    // server; retry on a fresh one only if the request
+                    // provably was not sent.
+                    let req = self.request(&method, path, &body);
+                    match sender.try_send_request(req).await {
+                        Ok(resp) => break (resp, sender),
+                        Err(mut e) => {
+                            if e.take_message().is_some() {
+                                continue;
+                            }
+                            return Err(self.http_error(e.into_error()));
+                        }
+                    }
+                }
+                None => {
+                    let mut sender = self.connect().await?;
+                    let req = self.request(&method, path, &body);
+                    match sender.send_request(req).await {
+                        Ok(resp) => break (resp, sender),
+                        Err(e) => return Err(self.http_error(e)),
+                    }
+                }
+            }
+        };
+        let (resp, sender) = response;
+        let status = resp.status();
+        let collected = Limited::new(resp.into_body(), self.inner.max_response_bytes)
+            .collect()
+            .await
+            .map_err(|e| NetError::Http {
+                endpoint: self.inner.label.clone(),
+                message: format!("reading reply: {e}"),
+            })?;
+        self.checkin(sender);
+        Ok((status, collected.to_bytes()))
+    }
+
+    fn http_error(&self, e: hyper::Error) -> NetError {
+        NetError::Http {
+            endpoint: self.inner.label.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn checkout(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(conn) = idle.pop() {
+            if conn.since.elapsed() < MAX_IDLE_AGE && conn.sender.is_ready() {
+                return Some(conn.sender);
+            }
+        }
+        None
+    }
+
+    fn checkin(&self, sender: SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(Idle {
+                sender,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, NetError> {
+        let label = &self.inner.label;
+        let connect_err = |source| NetError::Connect {
+            endpoint: label.clone(),
+            source,
+        };
+        match &self.inner.endpoint {
+            Endpoint::Tcp(addr) => {
+                let s = TcpStream::connect(addr).await.map_err(connect_err)?;
+                let _ = s.set_nodelay(true);
+                self.handshake(s).await
+            }
+            Endpoint::Tls(addr, _) => {
+                let s = TcpStream::connect(addr).await.map_err(connect_err)?;
+                let _ = s.set_nodelay(true);
+                let Some((connector, _)) = &self.inner.tls else {
+                    return Err(NetError::Config(
+                        "tls endpoint without tls configuration".into(),
+                    ));
+                };
+                let s = connector
+                    .connect(crate::tls::server_name(addr), s)
+                    .await
+                    .map_err(|e| NetError::Tls {
+                        endpoint: label.clone(),
+                        message: e.to_string(),
+                    })?;
+                self.handshake(s).await
+            }
+            Endpoint::Unix(path) => {
+                let s = UnixStream::connect(path).await.map_err(connect_err)?;
+                self.handshake(s).await
+            }
+        }
+    }
+
+    async fn handshake<IO>(&self, io: IO) -> Result<SendRequest<Full<Bytes>>, NetError>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (sender, conn) = http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| self.http_error(e))?;
+        let label = self.inner.label.clone();
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(endpoint = %label, error = %e, "client connection ended with an error");
+            }
+        });
+        Ok(sender)
+    }
+}

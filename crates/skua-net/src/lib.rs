@@ -1,0 +1,50 @@
+//! Skua's transport: how daemons and tools reach each other, prove who
+//! they are, and are allowed or refused.
+//!
+//! - [`Server`]: an axum router behind authentication and authorization,
+//!   served on TCP ([`Listener::tcp`]), TLS ([`Listener::tls`]) and
+//!   Unix-domain sockets ([`Listener::unix`]). Routes are declared with the
+//!   [`AuthLevel`] they need ([`Routes::route`], [`Routes::command`]);
+//!   handlers get the caller through the [`Caller`] or [`Identity`]
+//!   extractors, read bodies with [`Json`] and fail with [`ApiError`].
+//! - Authentication: `Authorization: Bearer <token>` with HS256 tokens
+//!   signed by the pool [`SigningKey`] ([`issue_token`], [`verify_token`]);
+//!   on a Unix socket without a token, the kernel's peer credentials
+//!   (`name@UID_DOMAIN`, method `local`); otherwise anonymous.
+//! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
+//!   the level hierarchy, narrowed by the token's scope.
+//! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
+//!   timeout, failing with [`NetError`].
+//!
+//! The wire contract itself (messages, paths, error codes) is `skua-proto`,
+//! re-exported as [`proto`]; `docs/protocol.md` describes it.
+
+mod client;
+mod error;
+mod identity;
+mod policy;
+mod server;
+pub mod tls;
+mod token;
+
+pub use client::{Client, Endpoint};
+pub use error::NetError;
+pub use identity::{
+    local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
+};
+pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
+pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use token::{
+    issue_token, sign_claims, verify_token, SigningKey, TokenError, KEY_LEN, MAX_TOKEN_LEN,
+    MIN_KEY_LEN,
+};
+
+/// The wire contract.
+pub use skua_proto as proto;
+pub use skua_proto::{AuthLevel, AuthMethod, ErrorBody, ErrorCode};
+
+/// axum's routing helpers (`get`, `post`, ...) and `State`, so daemons
+/// need no direct axum dependency for ordinary handlers.
+pub use axum::{extract::State, routing};
+/// HTTP methods, for [`Client::call`].
+pub use http::Method;

@@ -1,0 +1,888 @@
+//! The server: an axum router served over TCP, TLS and Unix-domain sockets,
+//! with authentication before routing and per-route authorization.
+//!
+//! Every request goes through, in order:
+//! 1. the protocol version check (a `Skua-Protocol` header, when present,
+//!    must name [`PROTOCOL_VERSION`]);
+//! 2. authentication: a `Bearer` token if one is presented (refused with 401
+//!    if it does not verify); otherwise, on a Unix socket, the peer's
+//!    kernel credentials; otherwise the anonymous identity;
+//! 3. routing; unknown paths are 404, wrong methods 400;
+//! 4. authorization against the level the route was declared with: token
+//!    scope, then [`SecurityPolicy`] (401 for anonymous callers, 403 for
+//!    others), every refusal logged through `tracing`;
+//! 5. the handler, in a task of its own, bounded by
+//!    [`ServerConfig::handler_timeout`]: a caller that disconnects does not
+//!    cancel it, and a panic in it answers `Internal` (500).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, MethodRouter};
+use axum::Router;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use skua_proto::{
+    routes, AuthLevel, AuthMethod, ErrorBody, ErrorCode, Route, WhoAmI, PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use crate::identity::local_identity;
+use crate::token::verify_token;
+use crate::{Identity, NetError, SecurityPolicy, SigningKey};
+
+/// How long a connection may take to send a request's headers (and how
+/// long an idle keep-alive connection is kept).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connections get to finish after shutdown is asked.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Pause after a failed `accept` (out of file descriptors...), so the loop
+/// does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// What a server needs besides its routes.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Who holds which level.
+    pub policy: SecurityPolicy,
+    /// The pool signing key, to verify bearer tokens; `None` refuses every
+    /// token.
+    pub signing_key: Option<SigningKey>,
+    /// The domain of local (Unix-socket) identities, HTCondor's `UID_DOMAIN`.
+    pub uid_domain: String,
+    /// Largest request body accepted by [`Json`], in bytes.
+    pub max_request_bytes: usize,
+    /// Longest a handler may run before the caller gets `Timeout`.
+    pub handler_timeout: Duration,
+    /// Longest a TLS handshake may take.
+    pub tls_handshake_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A configuration with 16 MiB request bodies, a 60 s handler timeout
+    /// and a 10 s TLS handshake timeout.
+    pub fn new(
+        policy: SecurityPolicy,
+        signing_key: Option<SigningKey>,
+        uid_domain: impl Into<String>,
+    ) -> Self {
+        ServerConfig {
+            policy,
+            signing_key,
+            uid_domain: uid_domain.into(),
+            max_request_bytes: 16 * 1024 * 1024,
+            handler_timeout: Duration::from_secs(60),
+            tls_handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What authentication established for one request (a request extension).
+#[derive(Clone)]
+struct Authenticated {
+    identity: Identity,
+    /// The token's scope; `None` when the caller used no token.
+    scope: Option<Arc<[AuthLevel]>>,
+    policy: Arc<SecurityPolicy>,
+    peer: Arc<str>,
+}
+
+impl Authenticated {
+    fn scope_covers(&self, level: AuthLevel) -> bool {
+        match &self.scope {
+            None => true,
+            Some(scope) => scope.iter().any(|granted| granted.implies(level)),
+        }
+    }
+
+    fn levels(&self) -> Vec<AuthLevel> {
+        self.policy
+            .levels(&self.identity)
+            .into_iter()
+            .filter(|l| self.scope_covers(*l))
+            .collect()
+    }
+
+    /// Whether the caller may use a route requiring `required`.
+    fn authorize(&self, required: Option<AuthLevel>) -> Result<(), ApiError> {
+        let who = &self.identity;
+        let Some(level) = required else {
+            if who.is_anonymous() && !self.policy.allow_anonymous_read {
+                return Err(ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "authentication required: present a token",
+                ));
+            }
+            return Ok(());
+        };
+        if who.is_anonymous() {
+            return self
+                .policy
+                .check(who, level)
+                .map_err(|m| ApiError::new(ErrorCode::Unauthenticated, m));
+        }
+        if !self.scope_covers(level) {
+            let scope: Vec<&str> = self
+                .scope
+                .iter()
+                .flat_map(|s| s.iter().map(|l| l.as_str()))
+                .collect();
+            return Err(ApiError::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "the token of {who} is not valid for {level} (its scope: [{}])",
+                    scope.join(", ")
+                ),
+            ));
+        }
+        self.policy.check(who, level).map_err(|m| {
+            ApiError::new(
+                ErrorCode::PermissionDenied,
+                format!("permission denied for {level}: {m}"),
+            )
+        })
+    }
+}
+
+/// The authorized caller of a request: its identity and every level it
+/// holds here (policy, narrowed by the token's scope). An extractor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// Who.
+    pub identity: Identity,
+    /// The levels held, in declaration order.
+    pub levels: Vec<AuthLevel>,
+}
+
+impl Caller {
+    /// Whether the caller holds `level`.
+    pub fn has(&self, level: AuthLevel) -> bool {
+        self.levels.contains(&level)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Internal,
+                "handler is not behind skua-net authorization",
+            )
+        })
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Identity {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Caller::from_request_parts(parts, state)
+            .await
+            .map(|c| c.identity)
+    }
+}
+
+/// An error a handler returns: becomes an [`ErrorBody`] response with the
+/// code's HTTP status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError(pub ErrorBody);
+
+impl ApiError {
+    /// An error with `code` and `message` (lowercase, no trailing period).
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError(ErrorBody::new(code, message))
+    }
+    /// `BadRequest`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::BadRequest, message)
+    }
+    /// `NotFound`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::NotFound, message)
+    }
+    /// `Conflict`.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::Conflict, message)
+    }
+    /// `Unavailable`.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::Unavailable, message)
+    }
+    /// `Internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::Internal, message)
+    }
+}
+
+impl From<ErrorBody> for ApiError {
+    fn from(body: ErrorBody) -> Self {
+        ApiError(body)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let unauthenticated = self.0.code == ErrorCode::Unauthenticated;
+        let mut resp = json_response(status, &self.0);
+        if unauthenticated {
+            resp.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => {
+            let mut resp = Response::new(Body::from(bytes));
+            *resp.status_mut() = status;
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
+        Err(e) => {
+            let body = format!(
+                r#"{{"code":"internal","message":"cannot encode reply: {}"}}"#,
+                e.to_string().replace(['"', '\\'], "'")
+            );
+            let mut resp = Response::new(Body::from(body));
+            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
+    }
+}
+
+/// A JSON request body (extractor) or reply (response). A body that does
+/// not decode, or is larger than [`ServerConfig::max_request_bytes`], is
+/// refused with `BadRequest`; the `Content-Type` is not checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiError::bad_request(format!(
+                "cannot read request body: {}",
+                e.body_text().to_lowercase()
+            ))
+        })?;
+        serde_json::from_slice(&bytes)
+            .map(Json)
+            .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+    }
+}
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        json_response(StatusCode::OK, &self.0)
+    }
+}
+
+/// The commands a server answers, each declared with the level it needs.
+/// Every `Routes` answers [`routes::HELLO`] already.
+pub struct Routes<S = ()> {
+    router: Router<S>,
+}
+
+impl Default for Routes<()> {
+    fn default() -> Self {
+        Routes::new()
+    }
+}
+
+impl<S> Routes<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    /// Routes holding only `GET /hello`.
+    pub fn new() -> Self {
+        Routes {
+            router: Router::new(),
+        }
+        .add(routes::HELLO.path, routes::HELLO.level, get(hello))
+    }
+
+    /// Adds `handler` at `path`, callable by those holding `level`.
+    /// Panics (like axum) if `path` is taken or malformed: routes are
+    /// code, not input.
+    pub fn route(self, path: &str, level: AuthLevel, handler: MethodRouter<S>) -> Self {
+        self.add(path, Some(level), handler)
+    }
+
+    /// Adds `handler` at a protocol route, at the level the protocol
+    /// declares for it.
+    pub fn command(self, route: &Route, handler: MethodRouter<S>) -> Self {
+        self.add(route.path, route.level, handler)
+    }
+
+    /// Supplies the state the handlers extract with `axum::extract::State`.
+    pub fn with_state<S2>(self, state: S) -> Routes<S2> {
+        Routes {
+            router: self.router.with_state(state),
+        }
+    }
+
+    fn add(self, path: &str, required: Option<AuthLevel>, handler: MethodRouter<S>) -> Self {
+        let handler = handler.route_layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| authorize(required, req, next),
+        ));
+        Routes {
+            router: self.router.route(path, handler),
+        }
+    }
+}
+
+async fn authorize(required: Option<AuthLevel>, mut req: Request, next: Next) -> Response {
+    let Some(auth) = req.extensions().get::<Authenticated>().cloned() else {
+        return ApiError::internal("request reached routing without authentication")
+            .into_response();
+    };
+    if let Err(e) = auth.authorize(required) {
+        tracing::warn!(
+            identity = %auth.identity,
+            method = %auth.identity.method,
+            peer = %auth.peer,
+            path = %req.uri().path(),
+            level = required.map(|l| l.as_str()).unwrap_or("authenticated"),
+            code = %e.0.code,
+            "request refused: {}",
+            e.0.message
+        );
+        return e.into_response();
+    }
+    let caller = Caller {
+        identity: auth.identity.clone(),
+        levels: auth.levels(),
+    };
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+async fn hello(caller: Caller) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        identity: caller.identity.name(),
+        method: caller.identity.method,
+        levels: caller.levels,
+    })
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found(format!("no command at {}", req.uri().path()))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::bad_request(format!(
+        "method {} is not allowed for {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+/// A bound socket a server will accept connections on.
+pub struct Listener {
+    kind: ListenerKind,
+}
+
+enum ListenerKind {
+    Tcp {
+        listener: TcpListener,
+        tls: Option<TlsAcceptor>,
+    },
+    Unix {
+        listener: UnixListener,
+        path: PathBuf,
+    },
+}
+
+impl Listener {
+    /// Plain TCP on `addr` (port 0 picks a free port; see
+    /// [`Listener::local_addr`]).
+    pub async fn tcp(addr: SocketAddr) -> Result<Self, NetError> {
+        Ok(Listener {
+            kind: ListenerKind::Tcp {
+                listener: bind_tcp(addr).await?,
+                tls: None,
+            },
+        })
+    }
+
+    /// TLS over TCP on `addr`, with a configuration from
+    /// [`crate::tls::server_config`].
+    pub async fn tls(
+        addr: SocketAddr,
+        config: Arc<rustls::ServerConfig>,
+    ) -> Result<Self, NetError> {
+        Ok(Listener {
+            kind: ListenerKind::Tcp {
+                listener: bind_tcp(addr).await?,
+                tls: Some(TlsAcceptor::from(config)),
+            },
+        })
+    }
+
+    /// TLS over TCP on `addr`, certificate chain and key read from PEM files.
+    pub async fn tls_from_files(
+        addr: SocketAddr,
+        cert_chain_path: &Path,
+        key_path: &Path,
+    ) -> Result<Self, NetError> {
+        let config = crate::tls::server_config_from_files(cert_chain_path, key_path)?;
+        Listener::tls(addr, config).await
+    }
+
+    /// A Unix-domain socket at `path`, where callers are identified by the
+    /// kernel's peer credentials. A stale socket file is replaced; any
+    /// other file there is an error. The socket is made connectable by
+    /// every local user (mode 0666): identity, not file access, decides
+    /// what a caller may do.
+    pub async fn unix(path: &Path) -> Result<Self, NetError> {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let io_err = |what: &str, source| NetError::Io {
+            context: format!("{what} {}", path.display()),
+            source,
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_socket() => {
+                std::fs::remove_file(path).map_err(|e| io_err("removing stale socket", e))?;
+            }
+            Ok(_) => {
+                return Err(NetError::Config(format!(
+                    "{} exists and is not a socket",
+                    path.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("inspecting", e)),
+        }
+        let listener = UnixListener::bind(path).map_err(|e| io_err("binding", e))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+            .map_err(|e| io_err("setting permissions of", e))?;
+        Ok(Listener {
+            kind: ListenerKind::Unix {
+                listener,
+                path: path.to_path_buf(),
+            },
+        })
+    }
+
+    /// The bound address of a TCP or TLS listener.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match &self.kind {
+            ListenerKind::Tcp { listener, .. } => listener.local_addr().ok(),
+            ListenerKind::Unix { .. } => None,
+        }
+    }
+
+    /// The path of a Unix-socket listener.
+    pub fn unix_path(&self) -> Option<&Path> {
+        match &self.kind {
+            ListenerKind::Tcp { .. } => None,
+            ListenerKind::Unix { path, .. } => Some(path),
+        }
+    }
+}
+
+async fn bind_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| NetError::Io {
+            context: format!("binding {addr}"),
+            source,
+        })
+}
+
+struct Shared {
+    router: Router,
+    policy: Arc<SecurityPolicy>,
+    signing_key: Option<SigningKey>,
+    uid_domain: String,
+    handler_timeout: Duration,
+    tls_handshake_timeout: Duration,
+}
+
+/// Per-connection facts.
+#[derive(Clone)]
+struct ConnInfo {
+    peer: Arc<str>,
+    /// The peer's identity from kernel credentials (Unix sockets only).
+    local: Option<Identity>,
+}
+
+/// A server ready to be spawned on listeners.
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Checks the policy and assembles the service.
+    pub fn new(config: ServerConfig, routes: Routes) -> Result<Self, NetError> {
+        config
+            .policy
+            .validate()
+            .map_err(|e| NetError::Config(e.to_string()))?;
+        let router = routes
+            .router
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(DefaultBodyLimit::max(config.max_request_bytes));
+        Ok(Server {
+            shared: Arc::new(Shared {
+                router,
+                policy: Arc::new(config.policy),
+                signing_key: config.signing_key,
+                uid_domain: config.uid_domain,
+                handler_timeout: config.handler_timeout,
+                tls_handshake_timeout: config.tls_handshake_timeout,
+            }),
+        })
+    }
+
+    /// Starts accepting on every listener (one task each, one task per
+    /// connection). Must be called inside a Tokio runtime.
+    pub fn spawn(self, listeners: Vec<Listener>) -> ServerHandle {
+        let (tx, rx) = watch::channel(false);
+        let mut handle = ServerHandle {
+            shutdown: tx,
+            tasks: Vec::new(),
+            addrs: Vec::new(),
+            unix_paths: Vec::new(),
+        };
+        for l in listeners {
+            if let Some(a) = l.local_addr() {
+                handle.addrs.push(a);
+            }
+            if let Some(p) = l.unix_path() {
+                handle.unix_paths.push(p.to_path_buf());
+            }
+            let shared = self.shared.clone();
+            let rx = rx.clone();
+            handle
+                .tasks
+                .push(tokio::spawn(accept_loop(shared, l.kind, rx)));
+        }
+        handle
+    }
+}
+
+/// A running server. Dropping it stops the accept loops too, without
+/// waiting; [`ServerHandle::shutdown`] waits for connections to finish.
+pub struct ServerHandle {
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    addrs: Vec<SocketAddr>,
+    unix_paths: Vec<PathBuf>,
+}
+
+impl ServerHandle {
+    /// The bound addresses of the TCP and TLS listeners, in the order given.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The first TCP or TLS address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addrs.first().copied()
+    }
+
+    /// The Unix socket paths.
+    pub fn unix_paths(&self) -> &[PathBuf] {
+        &self.unix_paths
+    }
+
+    /// Stops accepting, lets open connections finish their current request
+    /// (at most 5 s), removes the Unix socket files, and returns.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        for t in std::mem::take(&mut self.tasks) {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+async fn shutdown_requested(rx: &mut watch::Receiver<bool>) {
+    // An error means the handle is gone: shut down too.
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+enum Accepted {
+    Tcp(TcpStream, SocketAddr),
+    Unix(UnixStream),
+}
+
+async fn accept_loop(shared: Arc<Shared>, kind: ListenerKind, mut shutdown: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    let (tls, unix_path) = match &kind {
+        ListenerKind::Tcp { tls, .. } => (tls.clone(), None),
+        ListenerKind::Unix { path, .. } => (None, Some(path.clone())),
+    };
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown_requested(&mut shutdown) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            accepted = accept(&kind) => accepted,
+        };
+        match accepted {
+            Ok(accepted) => {
+                let shared = shared.clone();
+                let rx = shutdown.clone();
+                let tls = tls.clone();
+                conns.spawn(connection(shared, accepted, tls, rx));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+    drop(kind);
+    if let Some(path) = unix_path {
+        let _ = std::fs::remove_file(path);
+    }
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = conns.len(),
+            "connections still open after the shutdown grace period; closing them"
+        );
+    }
+    conns.shutdown().await;
+}
+
+async fn accept(kind: &ListenerKind) -> std::io::Result<Accepted> {
+    match kind {
+        ListenerKind::Tcp { listener, .. } => {
+            let (s, a) = listener.accept().await?;
+            Ok(Accepted::Tcp(s, a))
+        }
+        ListenerKind::Unix { listener, .. } => {
+            let (s, _) = listener.accept().await?;
+            Ok(Accepted::Unix(s))
+        }
+    }
+}
+
+async fn connection(
+    shared: Arc<Shared>,
+    accepted: Accepted,
+    tls: Option<TlsAcceptor>,
+    shutdown: watch::Receiver<bool>,
+) {
+    match accepted {
+        Accepted::Tcp(stream, peer) => {
+            let _ = stream.set_nodelay(true);
+            let info = ConnInfo {
+                peer: peer.to_string().into(),
+                local: None,
+            };
+            let Some(acceptor) = tls else {
+                return serve_connection(shared, stream, info, shutdown).await;
+            };
+            match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await
+            {
+                Ok(Ok(stream)) => serve_connection(shared, stream, info, shutdown).await,
+                Ok(Err(e)) => tracing::warn!(peer = %peer, error = %e, "tls handshake failed"),
+                Err(_) => tracing::warn!(peer = %peer, "tls handshake timed out"),
+            }
+        }
+        Accepted::Unix(stream) => {
+            let (identity, peer) = match stream.peer_cred() {
+                Ok(cred) => {
+                    let uid = cred.uid();
+                    let domain = shared.uid_domain.clone();
+                    let identity =
+                        tokio::task::spawn_blocking(move || local_identity(uid, &domain))
+                            .await
+                            .unwrap_or_else(|_| Identity::anonymous());
+                    let pid = cred.pid().map(|p| format!(" pid {p}")).unwrap_or_default();
+                    (identity, format!("unix uid {uid}{pid}"))
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read peer credentials; treating peer as anonymous");
+                    (Identity::anonymous(), "unix".to_string())
+                }
+            };
+            let info = ConnInfo {
+                peer: peer.into(),
+                local: Some(identity),
+            };
+            serve_connection(shared, stream, info, shutdown).await
+        }
+    }
+}
+
+async fn serve_connection<IO>(
+    shared: Arc<Shared>,
+    io: IO,
+    info: ConnInfo,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let peer = info.peer.clone();
+    let service = service_fn(move |req| handle(shared.clone(), info.clone(), req));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = shutdown_requested(&mut shutdown) => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(peer = %peer, error = %e, "connection ended with an error");
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    info: ConnInfo,
+    req: http::Request<Incoming>,
+) -> Result<Response, Infallible> {
+    let mut resp = respond(&shared, &info, req).await;
+    resp.headers_mut()
+        .insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
+    Ok(resp)
+}
+
+async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>) -> Response {
+    let (mut parts, body) = req.into_parts();
+    if let Some(v) = parts.headers.get(PROTOCOL_HEADER) {
+        let version = v.to_str().ok().and_then(|s| s.trim().parse::<u32>().ok());
+        if version != Some(PROTOCOL_VERSION) {
+            let shown = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            tracing::warn!(peer = %info.peer, version = %shown, "unsupported protocol version");
+            return ApiError::bad_request(format!(
+                "unsupported protocol version `{shown}`; this server speaks {PROTOCOL_VERSION}"
+            ))
+            .into_response();
+        }
+    }
+    let auth = match authenticate(shared, info, &parts.headers) {
+        Ok(auth) => auth,
+        Err(message) => {
+            tracing::warn!(
+                peer = %info.peer,
+                path = %parts.uri.path(),
+                "authentication failed: {message}"
+            );
+            return ApiError::new(ErrorCode::Unauthenticated, message).into_response();
+        }
+    };
+    let path = parts.uri.path().to_string();
+    let identity = auth.identity.clone();
+    parts.extensions.insert(auth);
+    let req = Request::from_parts(parts, Body::new(body));
+    // The handler runs in its own task: a caller that goes away does not
+    // cancel it halfway (only the handler timeout does), and a panic in it
+    // becomes a 500 instead of a dropped connection.
+    let router = shared.router.clone();
+    let limit = shared.handler_timeout;
+    let task = tokio::spawn(async move { tokio::time::timeout(limit, router.oneshot(req)).await });
+    match task.await {
+        Ok(Ok(Ok(resp))) => resp,
+        Ok(Ok(Err(never))) => match never {},
+        Ok(Err(_elapsed)) => {
+            tracing::warn!(peer = %info.peer, identity = %identity, path, "handler timed out");
+            ApiError::new(
+                ErrorCode::Timeout,
+                format!("the server did not finish within {limit:?}"),
+            )
+            .into_response()
+        }
+        Err(e) => {
+            tracing::error!(peer = %info.peer, identity = %identity, path, error = %e, "handler failed");
+            ApiError::internal("the handler failed unexpectedly").into_response()
+        }
+    }
+}
+
+fn authenticate(
+    shared: &Shared,
+    info: &ConnInfo,
+    headers: &HeaderMap,
+) -> Result<Authenticated, String> {
+    let (identity, scope) = match headers.get(AUTHORIZATION) {
+        None => (info.local.clone().unwrap_or_else(Identity::anonymous), None),
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| "the authorization header is not ascii".to_string())?;
+            let token = match text.split_once(' ') {
+                Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+                _ => {
+                    return Err(
+                        "unsupported authorization scheme; expected `Bearer <token>`".to_string(),
+                    )
+                }
+            };
+            let Some(key) = &shared.signing_key else {
+                return Err("this server accepts no tokens (it has no signing key)".to_string());
+            };
+            let claims = verify_token(key, token).map_err(|e| e.to_string())?;
+            let identity =
+                Identity::parse(&claims.sub, AuthMethod::Token).map_err(|e| e.to_string())?;
+            tracing::debug!(identity = %identity, jti = %claims.jti, peer = %info.peer, "token accepted");
+            (identity, Some(Arc::from(claims.scope)))
+        }
+    };
+    Ok(Authenticated {
+        identity,
+        scope,
+        policy: shared.policy.clone(),
+        peer: info.peer.clone(),
+    })
+}

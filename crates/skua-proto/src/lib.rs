@@ -1,0 +1,36 @@
+//! The Skua wire contract: what daemons and tools say to each other.
+//!
+//! Serde types only; no I/O. Every request is HTTP/1.1 with a JSON body,
+//! one path per command ([`routes`]), the version header
+//! [`PROTOCOL_HEADER`]` = `[`PROTOCOL_VERSION`], and errors answered with an
+//! [`ErrorBody`] whose [`ErrorCode`] fixes the HTTP status. The full
+//! description is `docs/protocol.md`.
+//!
+//! Compatibility: a field may be added to a message only with
+//! `#[serde(default)]`, so older peers keep decoding newer messages (unknown
+//! fields are ignored everywhere). Anything else bumps [`PROTOCOL_VERSION`].
+
+mod auth;
+mod collector;
+mod error;
+mod master;
+pub mod routes;
+
+pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
+pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
+pub use error::{ErrorBody, ErrorCode};
+pub use master::{CommandReply, DaemonCommand, MasterCommand};
+pub use routes::Route;
+
+use serde::{Deserialize, Serialize};
+
+/// The reply of a command that has nothing to say beyond success: `{}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ack {}
+
+/// The protocol version this build speaks. Sent by clients and servers in
+/// the [`PROTOCOL_HEADER`] header of every request and response.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Name of the HTTP header carrying [`PROTOCOL_VERSION`].
+pub const PROTOCOL_HEADER: &str = "Skua-Protocol";

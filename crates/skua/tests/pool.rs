@@ -1,0 +1,337 @@
+//! Cross-process tests: a personal pool started and driven as a user would,
+//! through the real `skua` and `skuad` binaries, on loopback ports chosen by
+//! the OS, in a temporary directory. Intervals are scaled down through
+//! `_CONDOR_` environment overrides, not faked clocks. Every process started
+//! is stopped by PID at the end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SKUA: &str = env!("CARGO_BIN_EXE_skua");
+const SKUAD: &str = env!("CARGO_BIN_EXE_skuad");
+
+struct Pool {
+    dir: PathBuf,
+    home: PathBuf,
+    master_pid: Option<i32>,
+    extra_env: Vec<(String, String)>,
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("skua-pool-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+fn kill(pid: i32, sig: &str) {
+    let _ = Command::new("kill").args([sig, &pid.to_string()]).output();
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Pool {
+    fn new(name: &str, env: &[(&str, &str)]) -> Pool {
+        let base = scratch(name);
+        Pool {
+            dir: base.join("pool"),
+            home: base,
+            master_pid: None,
+            extra_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.join("skua_config")
+    }
+
+    fn skua(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(SKUA);
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("SKUA_CONFIG", self.config());
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c.output().expect("run skua")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.skua(args);
+        assert!(
+            out.status.success(),
+            "skua {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.dir.join("log")) {
+            for e in entries.flatten() {
+                if let Ok(t) = std::fs::read_to_string(e.path()) {
+                    s.push_str(&format!("==== {}\n{}\n", e.path().display(), t));
+                }
+            }
+        }
+        s
+    }
+
+    fn start(&mut self) {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let out = self.ok(&["pool", "start", "--dir", &dir]);
+        let pid = out
+            .split("master pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no master pid in {out:?}"));
+        self.master_pid = Some(pid);
+    }
+
+    fn collector_pid(&self) -> Option<i32> {
+        let out = self.skua(&["status", "-master", "-af", "COLLECTOR_PID"]);
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    }
+
+    fn types(&self) -> String {
+        String::from_utf8_lossy(&self.skua(&["status", "-any", "-af", "MyType"]).stdout)
+            .into_owned()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let collector = self.collector_pid();
+        let _ = self.skua(&["pool", "stop", "--dir", &dir]);
+        for pid in [self.master_pid, collector].into_iter().flatten() {
+            if alive(pid) {
+                kill(pid, "-KILL");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+fn fast() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("_CONDOR_UPDATE_INTERVAL", "1"),
+        ("_CONDOR_CLASSAD_LIFETIME", "3"),
+        ("_CONDOR_MASTER_BACKOFF_CONSTANT", "0"),
+        ("_CONDOR_MASTER_BACKOFF_FACTOR", "1.0"),
+    ]
+}
+
+#[test]
+fn personal_pool_comes_up_shows_its_daemons_and_stops() {
+    let mut pool = Pool::new("updown", &fast());
+    pool.start();
+    assert!(
+        pool.config().exists(),
+        "skua pool start writes DIR/skua_config"
+    );
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
+    let types = pool.types();
+    assert!(types.contains("Collector"), "{types}");
+    let list = pool.ok(&["status", "-master", "-af", "DaemonList"]);
+    assert!(list.contains("COLLECTOR"), "{list}");
+    let json = pool.ok(&["status", "-any", "-json"]);
+    assert!(json.trim_start().starts_with('['), "{json}");
+    // no machines yet: an empty slot table is not an error
+    pool.ok(&["status"]);
+    // a bad constraint is a clear error
+    let bad = pool.skua(&["status", "-constraint", "Memory >"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("constraint"));
+
+    let master = pool.master_pid.expect("master pid");
+    let collector = pool.collector_pid().expect("collector pid");
+    let dir = pool.dir.to_string_lossy().into_owned();
+    pool.ok(&["pool", "stop", "--dir", &dir]);
+    wait_for("the daemons to exit", Duration::from_secs(10), || {
+        !alive(master) && !alive(collector)
+    });
+    assert!(!pool.dir.join("lock/master.sock").exists());
+    assert!(!pool.dir.join("log/.collector_address").exists());
+    // starting again keeps the (possibly edited) configuration
+    std::fs::write(
+        pool.config(),
+        std::fs::read_to_string(pool.config()).unwrap() + "# edited\n",
+    )
+    .unwrap();
+    pool.start();
+    assert!(std::fs::read_to_string(pool.config())
+        .unwrap()
+        .contains("# edited"));
+}
+
+#[test]
+fn killed_collector_is_restarted_and_repopulated() {
+    let mut pool = Pool::new("restart", &fast());
+    pool.start();
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
+    let first = pool.collector_pid().expect("collector pid");
+    kill(first, "-KILL");
+    // the master restarts it, and the master re-advertises within one
+    // update interval (the new collector starts empty: soft state)
+    wait_for("a new collector", Duration::from_secs(15), || {
+        pool.collector_pid().is_some_and(|p| p != first)
+    });
+    assert!(pool.types().contains("DaemonMaster"));
+    // skua off / on through the master
+    let off = pool.ok(&["off", "collector"]);
+    assert!(off.to_lowercase().contains("collector"), "{off}");
+    wait_for("the collector to stop", Duration::from_secs(10), || {
+        !pool.skua(&["status", "-any"]).status.success()
+    });
+    pool.ok(&["on", "collector"]);
+    wait_for("the collector back", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
+}
+
+#[test]
+fn ads_expire_when_their_daemon_is_killed() {
+    let mut pool = Pool::new("expire", &fast());
+    pool.start();
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
+    let collector = pool.collector_pid().expect("collector pid");
+    kill(pool.master_pid.expect("master pid"), "-KILL");
+    // the orphaned collector keeps running; the master's ad is not refreshed
+    // and expires after CLASSAD_LIFETIME (3 s)
+    wait_for("the master's ad to expire", Duration::from_secs(10), || {
+        let t = pool.types();
+        t.contains("Collector") && !t.contains("DaemonMaster")
+    });
+    kill(collector, "-TERM");
+    wait_for("the collector to exit", Duration::from_secs(10), || {
+        !alive(collector)
+    });
+}
+
+#[test]
+fn requests_need_a_valid_token_over_tcp() {
+    let mut pool = Pool::new("tokens", &fast());
+    pool.start();
+    wait_for("the collector", Duration::from_secs(10), || {
+        pool.types().contains("Collector")
+    });
+    let addr: std::net::SocketAddr =
+        std::fs::read_to_string(pool.dir.join("log/.collector_address"))
+            .expect("address file")
+            .trim()
+            .parse()
+            .expect("address");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let query = skua_proto::Query {
+        ad_type: "Any".into(),
+        constraint: None,
+        projection: vec![],
+    };
+    let call = |token: Option<String>| {
+        let client =
+            skua_net::Client::new(skua_net::Endpoint::Tcp(addr), token, Duration::from_secs(5))
+                .unwrap();
+        rt.block_on(client.command::<_, skua_proto::QueryReply>(
+            &skua_proto::routes::COLLECTOR_QUERY,
+            Some(&query),
+        ))
+    };
+    // no token
+    let e = call(None).expect_err("anonymous query must be refused");
+    assert_eq!(e.code(), skua_proto::ErrorCode::Unauthenticated, "{e}");
+    // a token signed with another key
+    let other = skua_net::SigningKey::generate().unwrap();
+    let forged =
+        skua_net::issue_token(&other, "alice@vm", &[skua_net::AuthLevel::Read], None).unwrap();
+    let e = call(Some(forged)).expect_err("forged token must be refused");
+    assert_eq!(e.code(), skua_proto::ErrorCode::Unauthenticated, "{e}");
+    // a token issued by the pool's administrator
+    let token = pool.ok(&[
+        "token",
+        "create",
+        "--identity",
+        "alice@vm",
+        "--authz",
+        "READ",
+    ]);
+    let reply = call(Some(token.trim().to_string())).expect("a valid token is accepted");
+    assert!(!reply.ads.is_empty());
+    // ... but READ does not allow advertising
+    let client = skua_net::Client::new(
+        skua_net::Endpoint::Tcp(addr),
+        Some(token.trim().to_string()),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let update = skua_proto::AdUpdate {
+        ad_type: "Machine".into(),
+        name: "fake".into(),
+        ad: "[Name = \"fake\"]".into(),
+        lifetime_secs: 60,
+    };
+    let e = rt
+        .block_on(
+            client.command::<_, skua_proto::Ack>(
+                &skua_proto::routes::COLLECTOR_UPDATE,
+                Some(&update),
+            ),
+        )
+        .expect_err("READ may not advertise");
+    assert_eq!(e.code(), skua_proto::ErrorCode::PermissionDenied, "{e}");
+}
+
+#[test]
+fn a_daemon_refuses_an_invalid_configuration() {
+    let dir = scratch("badconfig");
+    let config = dir.join("skua_config");
+    std::fs::write(
+        &config,
+        format!(
+            "LOCAL_DIR = {}\nthis line is not configuration\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(SKUAD)
+        .arg("collector")
+        .env("SKUA_CONFIG", &config)
+        .output()
+        .expect("run skuad");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}, line 2", config.display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
