@@ -75,7 +75,8 @@ pub fn current_username(env: &BTreeMap<String, String>) -> Option<String> {
 }
 
 /// The main configuration file: `$SKUA_CONFIG`, else `$CONDOR_CONFIG`, else the first existing
-/// [`DEFAULT_CONFIG_PATHS`] entry, else none (built-in defaults only). `ONLY_ENV` means none.
+/// [`DEFAULT_CONFIG_PATHS`] entry, else the default personal pool's `~/.skua/pool/skua_config`
+/// if it exists, else none (built-in defaults only). `ONLY_ENV` means none.
 pub fn main_file(env: &BTreeMap<String, String>) -> Option<String> {
     for var in ["SKUA_CONFIG", "CONDOR_CONFIG"] {
         if let Some(path) = env.get(var).filter(|p| !p.is_empty()) {
@@ -86,6 +87,12 @@ pub fn main_file(env: &BTreeMap<String, String>) -> Option<String> {
         .iter()
         .find(|p| Path::new(p).is_file())
         .map(|p| p.to_string())
+        .or_else(|| {
+            // the default personal pool (`skua pool start` without --dir)
+            let home = env.get("HOME")?;
+            let pool = Path::new(home).join(".skua/pool/skua_config");
+            pool.is_file().then(|| pool.to_string_lossy().into_owned())
+        })
 }
 
 /// Host facts offered to the configuration as predefined macros.
