@@ -148,6 +148,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let start = now_secs();
     let interval = ctx.update_interval;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let mut interval = interval;
     let mut next_self_ad = 0i64;
     loop {
         tokio::select! {
@@ -160,6 +162,18 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                     let ad = collector_ad(&ctx, &name, &addr.to_string(), start, &store);
                     lock(&store).update(&AdType::new("Collector"), &name, ad, None, now);
                     next_self_ad = now + interval.as_secs() as i64;
+                }
+            }
+            _ = hup.recv() => {
+                // reconfig: re-read the configuration; a broken file is
+                // reported and the running configuration kept
+                match DaemonContext::load("COLLECTOR") {
+                    Ok(new) => {
+                        interval = new.update_interval;
+                        lock(&store).set_default_lifetime(new.classad_lifetime);
+                        tracing::info!("reconfig: configuration re-read (security settings and ports apply at the next start)");
+                    }
+                    Err(e) => tracing::error!("reconfig: configuration error, keeping the running configuration: {e}"),
                 }
             }
             _ = shutdown.changed() => {

@@ -363,6 +363,12 @@ impl AdStore {
         &self.config
     }
 
+    /// Changes the lifetime of ads that do not carry their own (reconfig);
+    /// ads already stored keep the lifetime they were given.
+    pub fn set_default_lifetime(&mut self, lifetime: u64) {
+        self.config.default_lifetime = lifetime;
+    }
+
     fn eval_options(&self, now: i64) -> EvalOptions {
         EvalOptions {
             strict: self.config.strict,

@@ -103,6 +103,19 @@ fn supervisor_config(ctx: &DaemonContext) -> anyhow::Result<SupervisorConfig> {
     Ok(c)
 }
 
+/// Re-reads the configuration before a reconfig is passed on: a broken
+/// file is reported (and logged) and the running configuration kept.
+fn check_configuration() -> Result<(), String> {
+    match skua_daemon::system_config::load(Some("MASTER"), None) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let msg = format!("configuration error, keeping the running configuration: {e}");
+            tracing::error!("{msg}");
+            Err(msg)
+        }
+    }
+}
+
 /// The program and arguments that run daemon `name`: the `<NAME>` and
 /// `<NAME>_ARGS` knobs, else this executable with the role.
 fn program_for(ctx: &DaemonContext, name: &str) -> anyhow::Result<(PathBuf, Vec<String>)> {
@@ -262,9 +275,11 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 pending = sup.handle(ev);
             }
             Some(req) = cmd_rx.recv() => {
-                let is_reconfig = req.command == Command::Reconfig;
-                if is_reconfig {
-                    tracing::info!("reconfig requested");
+                if req.command == Command::Reconfig {
+                    if let Err(e) = check_configuration() {
+                        let _ = req.reply.send(e);
+                        continue;
+                    }
                 }
                 pending = sup.handle(Event::Command { command: req.command, daemon: req.daemon, now: now(origin) });
                 let summary = pending.iter().filter_map(|a| match a {
@@ -277,7 +292,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             }
             _ = hup.recv() => {
                 tracing::info!("SIGHUP: reconfig");
-                pending = sup.handle(Event::Command { command: Command::Reconfig, daemon: None, now: now(origin) });
+                if check_configuration().is_ok() {
+                    pending = sup.handle(Event::Command { command: Command::Reconfig, daemon: None, now: now(origin) });
+                }
             }
             _ = shutdown.changed(), if !shutting_down => {
                 if *shutdown.borrow() {

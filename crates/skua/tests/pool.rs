@@ -335,3 +335,39 @@ fn a_daemon_refuses_an_invalid_configuration() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reconfig_with_a_broken_file_keeps_the_running_configuration() {
+    let mut pool = Pool::new("reconfig", &fast());
+    pool.start();
+    wait_for("the master's ad", Duration::from_secs(10), || {
+        pool.types().contains("DaemonMaster")
+    });
+    let good = std::fs::read_to_string(pool.config()).unwrap();
+    std::fs::write(
+        pool.config(),
+        format!("{good}this line is not configuration\n"),
+    )
+    .unwrap();
+    // the tool reports the broken file and line ...
+    let out = pool.skua(&["reconfig"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}, line", pool.config().display())),
+        "{err}"
+    );
+    // ... and a daemon told to reconfigure (SIGHUP, as `kill -HUP`) keeps
+    // its running configuration and says why
+    kill(pool.master_pid.expect("master pid"), "-HUP");
+    wait_for(
+        "the master to report the error",
+        Duration::from_secs(10),
+        || pool.logs().contains("keeping the running configuration"),
+    );
+    // the pool still runs
+    std::fs::write(pool.config(), good).unwrap();
+    assert!(pool.types().contains("DaemonMaster"));
+    let out = pool.ok(&["reconfig"]);
+    assert!(!out.contains("error"), "{out}");
+}
