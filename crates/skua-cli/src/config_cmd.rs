@@ -78,6 +78,12 @@ pub fn run(args: ConfigArgs) -> ExitCode {
 }
 
 fn load(context: &Context) -> Result<Config, ConfigError> {
+    // Like HTCondor's tools and bindings, which read the configuration as a tool before taking
+    // on a daemon's identity, a configuration that is invalid for the default (tool) context is
+    // invalid for every subsystem and local name too.
+    if context.subsystem.is_some() || context.local_name.is_some() {
+        skua_daemon::system_config::load(None, None)?;
+    }
     let config = skua_daemon::system_config::load(
         context.subsystem.as_deref(),
         context.local_name.as_deref(),

@@ -364,11 +364,6 @@ impl Config {
         self.raw_lookup(name).is_some_and(|v| !v.is_empty())
     }
 
-    /// Exact table entry (no prefixes, no defaults).
-    fn exact(&self, name: &str) -> Option<&Entry> {
-        self.table.get(&name.to_ascii_uppercase())
-    }
-
     fn insert(&mut self, name: &str, raw: String, origin: Origin) {
         self.table.insert(
             name.to_ascii_uppercase(),

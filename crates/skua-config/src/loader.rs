@@ -337,9 +337,15 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Stores `name = value`, expanding self-references now and appending for `+=`.
+    /// Stores `name = value`. For `+=` the value a lookup of the name finds at this line
+    /// (prefixed forms included) is put in front first; then self-references are expanded.
     fn assign(&mut self, name: &str, value: &str, origin: Origin, append: bool) {
         let mut value = value.to_string();
+        if append {
+            if let Some(prev) = self.cfg.raw_lookup(name).filter(|p| !p.is_empty()) {
+                value = format!("{prev} {value}");
+            }
+        }
         if value.contains('$') {
             let names = self.self_names(name);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -347,17 +353,6 @@ impl Loader<'_> {
             value = expand_self(&value, &refs, |written| {
                 cfg.raw_lookup(written).map(str::to_string)
             });
-        }
-        if append {
-            let previous = match self.cfg.exact(name) {
-                Some(e) => Some(e.raw.clone()),
-                None => {
-                    crate::defaults::lookup(&self.cfg.subsystem, name).map(|(_, v)| v.to_string())
-                }
-            };
-            if let Some(prev) = previous.filter(|p| !p.is_empty()) {
-                value = format!("{prev} {value}");
-            }
         }
         self.cfg.insert(name, value, origin);
     }

@@ -78,6 +78,19 @@ fn append_colon_and_ini_headers() {
 }
 
 #[test]
+fn append_and_self_reference_use_what_a_lookup_finds_at_that_line() {
+    let files = MemoryFiles::new().with(
+        MAIN,
+        "STARTD.L.A = base\nL.A += more\nSTARTD.B += x\nSTARTD.C = 0\nL.C = $(C) y\n",
+    );
+    let opts = LoadOptions::new().subsystem("STARTD").local_name("L");
+    let c = load_with(files, opts).expect("valid");
+    assert_eq!(val(&c, "A"), "base more");
+    assert_eq!(val(&c, "B"), "x");
+    assert_eq!(val(&c, "C"), "0 y");
+}
+
+#[test]
 fn knob_names_may_hold_macros() {
     let c = load("N = X\n$(N)_FOO = 1\nA$(N) += 2\n");
     assert_eq!(val(&c, "X_FOO"), "1");
