@@ -79,16 +79,7 @@ impl<'a> Parser<'a> {
         // Strings are C strings in the reference: a NUL byte can neither be
         // written (`\0` is rejected) nor stored, so it is rejected anywhere.
         if let Some(at) = src.iter().position(|b| *b == 0) {
-            let before = &src[..at];
-            let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
-            let col = (at
-                - before
-                    .iter()
-                    .rposition(|b| *b == b'\n')
-                    .map(|p| p + 1)
-                    .unwrap_or(0)) as u32
-                + 1;
-            return Err(ParseError::new(line, col, "input contains a NUL byte"));
+            return Err(error_at(src, at, "input contains a NUL byte"));
         }
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let tok = lex.next_token()?;
@@ -486,20 +477,19 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A parse error at byte offset `at` of `src`, with its line and column.
+fn error_at(src: &[u8], at: usize, msg: &str) -> ParseError {
+    let before = &src[..at];
+    let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+    let line_start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |p| p + 1);
+    ParseError::new(line, (at - line_start) as u32 + 1, msg)
+}
+
 fn check_utf8(src: &[u8]) -> PResult<&str> {
-    std::str::from_utf8(src).map_err(|e| {
-        let at = e.valid_up_to();
-        let before = &src[..at];
-        let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
-        let col = (at
-            - before
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map(|p| p + 1)
-                .unwrap_or(0)) as u32
-            + 1;
-        ParseError::new(line, col, "input is not valid UTF-8")
-    })
+    std::str::from_utf8(src).map_err(|e| error_at(src, e.valid_up_to(), "input is not valid UTF-8"))
 }
 
 /// Parses one complete expression (all input must be consumed).

@@ -263,7 +263,8 @@ pub fn format_reltime(r: f64) -> String {
     s
 }
 
-const WDAY: [&str; 7] = [
+/// Day names, Sunday first (C locale).
+pub(crate) const WDAY: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
@@ -272,7 +273,8 @@ const WDAY: [&str; 7] = [
     "Friday",
     "Saturday",
 ];
-const MONTH: [&str; 12] = [
+/// Month names (C locale).
+pub(crate) const MONTH: [&str; 12] = [
     "January",
     "February",
     "March",

@@ -1118,27 +1118,8 @@ fn user_map(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
 
 #[cfg(test)]
 mod tests {
-    use crate::{parse_ad, parse_expr, Evaluator};
 
-    fn ev(src: &str) -> String {
-        let e = parse_expr(src).expect("test expression parses");
-        crate::eval(&e).to_string()
-    }
-
-    fn ev_in(src: &str, ad: &str) -> String {
-        let e = parse_expr(src).expect("test expression parses");
-        let ad = parse_ad(ad).expect("test ad parses");
-        Evaluator::default().eval(&e, Some(&ad), None).to_string()
-    }
-
-    fn ev_match(src: &str, my: &str, target: &str) -> String {
-        let e = parse_expr(src).expect("test expression parses");
-        let my = parse_ad(my).expect("test ad parses");
-        let target = parse_ad(target).expect("test ad parses");
-        Evaluator::default()
-            .eval(&e, Some(&my), Some(&target))
-            .to_string()
-    }
+    use crate::functions::testing::{ev, ev_in, ev_match};
 
     #[test]
     fn string_list_size() {

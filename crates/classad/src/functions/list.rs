@@ -266,18 +266,7 @@ fn all_compare(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
 
 #[cfg(test)]
 mod tests {
-    fn ev(src: &str) -> String {
-        let e = crate::parse_expr(src).expect("parses");
-        crate::eval(&e).to_string()
-    }
-
-    fn ev_in(src: &str, my: &str) -> String {
-        let e = crate::parse_expr(src).expect("parses");
-        let ad = crate::parse_ad(my).expect("parses");
-        crate::Evaluator::default()
-            .eval(&e, Some(&ad), None)
-            .to_string()
-    }
+    use crate::functions::testing::{ev, ev_in};
 
     #[test]
     fn sizes() {

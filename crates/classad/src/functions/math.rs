@@ -598,10 +598,7 @@ mod tests {
     use super::*;
     use crate::eval::EvalOptions;
 
-    fn ev(src: &str) -> String {
-        let e = crate::parse_expr(src).expect("parses");
-        crate::eval(&e).to_string()
-    }
+    use crate::functions::testing::ev;
 
     #[test]
     fn strtod_prefixes() {

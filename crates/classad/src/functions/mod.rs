@@ -120,3 +120,30 @@ pub(crate) fn to_text(ev: &Evaluator, v: &Val) -> Vec<u8> {
         other => crate::unparse::unparse_value(&ev.to_value(other.clone())).into_bytes(),
     }
 }
+
+/// Helpers for the families' unit tests: evaluate source text with no ad,
+/// with a MY ad, or in a match, and print the value canonically.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::{parse_ad, parse_expr, Evaluator};
+
+    pub(crate) fn ev(src: &str) -> String {
+        let e = parse_expr(src).expect("test expression parses");
+        crate::eval(&e).to_string()
+    }
+
+    pub(crate) fn ev_in(src: &str, ad: &str) -> String {
+        let e = parse_expr(src).expect("test expression parses");
+        let ad = parse_ad(ad).expect("test ad parses");
+        Evaluator::default().eval(&e, Some(&ad), None).to_string()
+    }
+
+    pub(crate) fn ev_match(src: &str, my: &str, target: &str) -> String {
+        let e = parse_expr(src).expect("test expression parses");
+        let my = parse_ad(my).expect("test ad parses");
+        let target = parse_ad(target).expect("test ad parses");
+        Evaluator::default()
+            .eval(&e, Some(&my), Some(&target))
+            .to_string()
+    }
+}

@@ -404,10 +404,7 @@ fn replace_all(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
 mod tests {
     use super::*;
 
-    fn ev(src: &str) -> String {
-        let e = crate::parse_expr(src).expect("test expression parses");
-        crate::eval(&e).to_string()
-    }
+    use crate::functions::testing::ev;
 
     #[test]
     fn regexp_matches() {

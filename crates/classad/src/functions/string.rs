@@ -396,16 +396,7 @@ fn version_in_range(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> 
 mod tests {
     use super::*;
 
-    fn ev(src: &str) -> String {
-        let e = crate::parse_expr(src).expect("test expression parses");
-        crate::eval(&e).to_string()
-    }
-
-    fn ev_in(src: &str, ad: &str) -> String {
-        let e = crate::parse_expr(src).expect("test expression parses");
-        let ad = crate::parse_ad(ad).expect("test ad parses");
-        Evaluator::default().eval(&e, Some(&ad), None).to_string()
-    }
+    use crate::functions::testing::{ev, ev_in};
 
     #[test]
     fn strcat_converts_and_stops() {

@@ -346,29 +346,7 @@ fn format_fields(fmt: &[u8], f: &Fields) -> Vec<u8> {
     }
 }
 
-const WDAY: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
-const MONTH: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+use crate::time::{MONTH, WDAY};
 
 /// glibc's `strftime` for fields out of their normal ranges (only reachable
 /// with a user's ad): numbers are printed as they are and names of

@@ -90,18 +90,8 @@ fn is_reltime(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
 
 #[cfg(test)]
 mod tests {
-    use crate::{parse_ad, parse_expr, Evaluator};
 
-    fn ev(src: &str) -> String {
-        let e = parse_expr(src).expect("test expression parses");
-        crate::eval(&e).to_string()
-    }
-
-    fn ev_in(src: &str, ad: &str) -> String {
-        let e = parse_expr(src).expect("test expression parses");
-        let ad = parse_ad(ad).expect("test ad parses");
-        Evaluator::default().eval(&e, Some(&ad), None).to_string()
-    }
+    use crate::functions::testing::{ev, ev_in};
 
     #[test]
     fn is_undefined_and_error() {
