@@ -278,9 +278,17 @@ impl DaemonContext {
     /// The TCP address to listen on: `NETWORK_INTERFACE` (default
     /// 127.0.0.1) and `port`.
     pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {
-        let iface = self
-            .knob("NETWORK_INTERFACE")?
-            .unwrap_or_else(|| "127.0.0.1".to_string());
+        // HTCondor's built-in default is `*` (every interface). This release
+        // has no daemon that serves other hosts yet, so unless the
+        // configuration names an interface, daemons listen on loopback.
+        let configured = self
+            .config
+            .knob("NETWORK_INTERFACE")
+            .is_some_and(|k| !matches!(k.origin, skua_config::Origin::Default));
+        let iface = match self.knob("NETWORK_INTERFACE")? {
+            Some(i) if configured => i,
+            _ => "127.0.0.1".to_string(),
+        };
         let ip = if iface == "*" {
             "0.0.0.0".to_string()
         } else {

@@ -54,7 +54,7 @@ fn main() {
     std::fs::write(
         &config,
         format!(
-            "LOCAL_DIR = {}\nCOLLECTOR_HOST = 127.0.0.1:0\nCLASSAD_LIFETIME = 3600\nUPDATE_INTERVAL = 300\n\
+            "LOCAL_DIR = {}\nNETWORK_INTERFACE = 127.0.0.1\nCOLLECTOR_HOST = 127.0.0.1:0\nCLASSAD_LIFETIME = 3600\nUPDATE_INTERVAL = 300\n\
              SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(LOCAL_DIR)/passwords.d/POOL\nLOCK = $(LOCAL_DIR)/lock\n",
             dir.display()
         ),

@@ -371,3 +371,35 @@ fn reconfig_with_a_broken_file_keeps_the_running_configuration() {
     let out = pool.ok(&["reconfig"]);
     assert!(!out.contains("error"), "{out}");
 }
+
+#[test]
+fn a_collector_with_a_minimal_configuration_listens_on_loopback() {
+    let dir = scratch("minimal");
+    let config = dir.join("skua_config");
+    std::fs::write(
+        &config,
+        format!(
+            "LOCAL_DIR = {}\nLOCK = $(LOCAL_DIR)/lock\nCOLLECTOR_HOST = 127.0.0.1:0\n\
+             SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(LOCAL_DIR)/passwords.d/POOL\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(SKUAD)
+        .arg("collector")
+        .env("SKUA_CONFIG", &config)
+        .spawn()
+        .expect("skuad");
+    let addr_file = dir.join("log/.collector_address");
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("the address file", Duration::from_secs(10), || {
+            addr_file.exists()
+        })
+    }));
+    let text = std::fs::read_to_string(&addr_file).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(waited.is_ok(), "the collector did not start");
+    assert!(text.starts_with("127.0.0.1:"), "{text}");
+}
