@@ -36,7 +36,10 @@ pub use parser::{
     parse_ad, parse_ad_with, parse_expr, parse_expr_bytes, parse_expr_with, parse_old_ad,
     parse_old_ad_with, parse_old_line, ParseOptions, MAX_DEPTH,
 };
-pub use unparse::{quote_string, unparse, unparse_ad, unparse_value};
+pub use unparse::{
+    format_real_old, quote_string, unparse, unparse_ad, unparse_old, unparse_old_value,
+    unparse_value, Syntax,
+};
 pub use value::{format_real, AbsTime, Str, Value, ValueType};
 
 /// Evaluates an expression with default options and no ads.

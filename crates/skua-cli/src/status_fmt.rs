@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use classad::{unparse, unparse_value, BinOp, ClassAd, EvalOptions, Evaluator, Expr, UnOp, Value};
+use classad::{unparse, unparse_value, ClassAd, EvalOptions, Evaluator, Expr, UnOp, Value};
 use serde_json::Value as Json;
 
 // ----------------------------------------------------------------------
@@ -554,219 +554,6 @@ pub fn format_default(ad_type: &str, ads: &[ClassAd], now: i64) -> String {
 // ----------------------------------------------------------------------
 // -af, -l: values in the old ClassAd syntax
 
-/// `%.16G`, with `.0` added when the result would read as an integer.
-fn old_real(r: f64, out: &mut String) {
-    if r == 0.0 {
-        out.push_str(if r.is_sign_negative() { "-0.0" } else { "0.0" });
-        return;
-    }
-    if r.is_nan() {
-        out.push_str("real(\"NaN\")");
-        return;
-    }
-    if r.is_infinite() {
-        out.push_str(if r < 0.0 {
-            "real(\"-INF\")"
-        } else {
-            "real(\"INF\")"
-        });
-        return;
-    }
-    const DIGITS: i32 = 16;
-    let sci = format!("{:.*e}", (DIGITS - 1) as usize, r);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    let text = if !(-4..DIGITS).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}E{sign}{:02}", trim(mantissa), exp.abs())
-    } else {
-        trim(&format!("{:.*}", (DIGITS - 1 - exp) as usize, r))
-    };
-    out.push_str(&text);
-    if !text.contains(['.', 'E', 'e']) {
-        out.push_str(".0");
-    }
-}
-
-/// A string literal of the old syntax: only the quote is escaped.
-fn old_string(bytes: &[u8], out: &mut String) {
-    out.push('"');
-    for ch in String::from_utf8_lossy(bytes).chars() {
-        if ch == '"' {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out.push('"');
-}
-
-fn write_name(name: &str, out: &mut String) {
-    let b = name.as_bytes();
-    let plain = !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        && ![
-            "true",
-            "false",
-            "undefined",
-            "error",
-            "is",
-            "isnt",
-            "parent",
-        ]
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(name));
-    if plain {
-        out.push_str(name);
-    } else {
-        out.push('\'');
-        for ch in name.chars() {
-            if ch == '\'' || ch == '\\' {
-                out.push('\\');
-            }
-            out.push(ch);
-        }
-        out.push('\'');
-    }
-}
-
-/// Attributes in the reference library's order: shorter names first, then
-/// case-insensitively alphabetical.
-fn reference_order(ad: &ClassAd) -> Vec<(&classad::Name, &Expr)> {
-    let mut attrs: Vec<_> = ad.iter().collect();
-    attrs.sort_by(|(a, _), (b, _)| {
-        let (a, b) = (a.as_str(), b.as_str());
-        a.len()
-            .cmp(&b.len())
-            .then_with(|| a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()))
-    });
-    attrs
-}
-
-fn write_old_ad(ad: &ClassAd, out: &mut String) {
-    out.push_str("[ ");
-    for (i, (n, e)) in reference_order(ad).into_iter().enumerate() {
-        if i > 0 {
-            out.push_str("; ");
-        }
-        write_name(n.as_str(), out);
-        out.push_str(" = ");
-        write_old_expr(e, out);
-    }
-    out.push_str(" ]");
-}
-
-fn write_old_list(items: &[Expr], out: &mut String) {
-    out.push_str("{ ");
-    for (i, e) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_old_expr(e, out);
-    }
-    out.push_str(" }");
-}
-
-fn write_old_value(v: &Value, out: &mut String) {
-    match v {
-        Value::Real(r) => old_real(*r, out),
-        Value::Str(s) => old_string(s, out),
-        Value::List(items) => write_old_list(items, out),
-        Value::Ad(ad) => write_old_ad(ad, out),
-        other => out.push_str(&unparse_value(other)),
-    }
-}
-
-/// An expression in the old ClassAd syntax (as `condor_status -l` prints
-/// it): reals as `%.16G`, strings with only `"` escaped, `=?=`/`=!=`.
-fn write_old_expr(e: &Expr, out: &mut String) {
-    match e {
-        Expr::Lit(v) => write_old_value(v, out),
-        Expr::RelTimeStr(r) => out.push_str(&unparse_value(&Value::RelTime(*r))),
-        Expr::Attr(n) => write_name(n.as_str(), out),
-        Expr::AbsAttr(n) => {
-            out.push('.');
-            write_name(n.as_str(), out);
-        }
-        Expr::Select(base, n) => {
-            write_old_expr(base, out);
-            out.push('.');
-            out.push_str(n.as_str());
-        }
-        Expr::Index(base, idx) => {
-            write_old_expr(base, out);
-            out.push('[');
-            write_old_expr(idx, out);
-            out.push(']');
-        }
-        // A negated number literal reads as the negative number.
-        Expr::Unary(UnOp::Neg, a) if matches!(**a, Expr::Lit(Value::Int(_) | Value::Real(_))) => {
-            out.push('-');
-            write_old_expr(a, out);
-        }
-        Expr::Unary(op, a) => {
-            out.push_str(match op {
-                UnOp::Neg => " -",
-                UnOp::Plus => " +",
-                UnOp::Not => " !",
-                UnOp::BitNot => " ~",
-            });
-            write_old_expr(a, out);
-        }
-        Expr::Binary(op, a, b) => {
-            write_old_expr(a, out);
-            out.push_str(match op {
-                BinOp::Is => " =?= ",
-                BinOp::Isnt => " =!= ",
-                _ => "",
-            });
-            if !matches!(op, BinOp::Is | BinOp::Isnt) {
-                out.push(' ');
-                out.push_str(op.symbol());
-                out.push(' ');
-            }
-            write_old_expr(b, out);
-        }
-        Expr::Cond(c) => {
-            write_old_expr(&c.0, out);
-            out.push_str(" ? ");
-            write_old_expr(&c.1, out);
-            out.push_str(" : ");
-            write_old_expr(&c.2, out);
-        }
-        Expr::Elvis(a, b) => {
-            write_old_expr(a, out);
-            out.push_str(" ?: ");
-            write_old_expr(b, out);
-        }
-        Expr::Paren(a) => {
-            out.push('(');
-            write_old_expr(a, out);
-            out.push(')');
-        }
-        Expr::Call(c) => {
-            out.push_str(&c.name);
-            out.push('(');
-            for (i, a) in c.args.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_old_expr(a, out);
-            }
-            out.push(')');
-        }
-        Expr::List(items) => write_old_list(items, out),
-        Expr::Ad(ad) => write_old_ad(ad, out),
-    }
-}
-
 /// `-af ATTR...`: per ad, one line with the value of each attribute (or
 /// expression), separated by single spaces; strings unquoted, other values
 /// in the old ClassAd syntax, a missing attribute as `undefined`. An
@@ -786,7 +573,7 @@ pub fn format_autoformat(ads: &[ClassAd], attrs: &[String], now: i64) -> String 
             }
             match ev.ev.eval(e, Some(ad), None) {
                 Value::Str(s) => out.push_str(&String::from_utf8_lossy(&s)),
-                v => write_old_value(&v, &mut out),
+                v => out.push_str(&classad::unparse_old_value(&v)),
             }
         }
         out.push('\n');
@@ -810,7 +597,7 @@ pub fn format_long(ads: &[ClassAd], _now: i64) -> String {
         for (n, e) in sorted_attrs(ad) {
             out.push_str(n.as_str());
             out.push_str(" = ");
-            write_old_expr(e, &mut out);
+            out.push_str(&classad::unparse_old(e));
             out.push('\n');
         }
         out.push('\n');
@@ -1126,7 +913,7 @@ Name = \"slot2@a\"
         ];
         for (r, want) in cases {
             let mut s = String::new();
-            old_real(r, &mut s);
+            classad::format_real_old(r, &mut s);
             assert_eq!(s, want, "{r}");
         }
     }
