@@ -129,6 +129,20 @@ impl Drop for Pool {
                 kill(pid, "-KILL");
             }
         }
+        // any other process of this pool (e.g. when a failed test left the
+        // configuration unreadable): found by the SKUA_CONFIG it runs with
+        let marker = format!("SKUA_CONFIG={}", self.config().display());
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for e in entries.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+                if environ.split(|b| *b == 0).any(|v| v == marker.as_bytes()) && alive(pid) {
+                    kill(pid, "-KILL");
+                }
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }
