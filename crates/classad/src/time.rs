@@ -309,8 +309,11 @@ fn iso_week(tm: &Tm) -> (i64, u32) {
     (year, week as u32)
 }
 
-/// C `strftime` in the "C" locale.
-pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
+/// Walks a `strftime` format: other bytes are copied; each conversion
+/// `%X` (the `E` and `O` modifiers skipped) is handed to `conv`, which
+/// appends its text and returns true, or returns false for a conversion it
+/// does not know (copied as written).
+pub(crate) fn expand_format(fmt: &[u8], mut conv: impl FnMut(u8, &mut Vec<u8>) -> bool) -> Vec<u8> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < fmt.len() {
@@ -321,14 +324,23 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
             continue;
         }
         i += 1;
-        // flags and modifiers glibc accepts (ignored here): E and O
         let mut spec = fmt[i];
         while (spec == b'E' || spec == b'O') && i + 1 < fmt.len() {
             i += 1;
             spec = fmt[i];
         }
         i += 1;
-        let w = &mut out;
+        if !conv(spec, &mut out) {
+            out.push(b'%');
+            out.push(spec);
+        }
+    }
+    out
+}
+
+/// C `strftime` in the "C" locale.
+pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
+    expand_format(fmt, |spec, w| {
         let push = |w: &mut Vec<u8>, s: String| w.extend_from_slice(s.as_bytes());
         match spec {
             b'a' => push(w, WDAY[tm.wday as usize][..3].to_string()),
@@ -450,13 +462,10 @@ pub fn strftime(fmt: &[u8], tm: &Tm) -> Vec<u8> {
             }
             b'Z' => push(w, (if tm.gmtoff == 0 { "UTC" } else { "" }).to_string()),
             b'%' => w.push(b'%'),
-            other => {
-                w.push(b'%');
-                w.push(other);
-            }
+            _ => return false,
         }
-    }
-    out
+        true
+    })
 }
 
 #[cfg(test)]

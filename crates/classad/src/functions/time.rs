@@ -361,22 +361,7 @@ fn strftime_raw(fmt: &[u8], f: &Fields) -> Vec<u8> {
     };
     let hour12 = if f.hour % 12 == 0 { 12 } else { f.hour % 12 };
     let ampm = if f.hour > 11 { "PM" } else { "AM" };
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < fmt.len() {
-        let c = fmt[i];
-        if c != b'%' || i + 1 >= fmt.len() {
-            out.push(c);
-            i += 1;
-            continue;
-        }
-        i += 1;
-        let mut spec = fmt[i];
-        while (spec == b'E' || spec == b'O') && i + 1 < fmt.len() {
-            i += 1;
-            spec = fmt[i];
-        }
-        i += 1;
+    crate::time::expand_format(fmt, |spec, out| {
         let text: String = match spec {
             b'a' => name(&WDAY, f.wday, false),
             b'A' => name(&WDAY, f.wday, true),
@@ -427,15 +412,11 @@ fn strftime_raw(fmt: &[u8], f: &Fields) -> Vec<u8> {
             b'z' => "+0000".to_string(),
             b'Z' => "UTC".to_string(),
             b'%' => "%".to_string(),
-            other => {
-                out.push(b'%');
-                out.push(other);
-                continue;
-            }
+            _ => return false,
         };
         out.extend_from_slice(text.as_bytes());
-    }
-    out
+        true
+    })
 }
 
 /// `formatTime([t[, fmt]])`: C `strftime` of a time (default format `%c`,
