@@ -8,6 +8,11 @@
 //! fails. In a match, MY and TARGET sit under a synthesized match ad with
 //! context ads binding `MY`/`TARGET`/`OTHER`; in HTCondor's default mode a
 //! bare name missing from one side is looked up in the other.
+//!
+//! A chained ad (a proc ad over its cluster ad) is one frame: its lookups
+//! fall through to the parent inside `ClassAd::lookup_sym`, and an
+//! inherited expression is evaluated in the child's frame, as HTCondor
+//! does.
 
 use std::sync::{Arc, OnceLock};
 
@@ -119,7 +124,8 @@ impl Val {
 /// Evaluation needs `&mut self` while it walks expressions that live inside
 /// the frames' ads, which the borrow checker cannot see are disjoint: the
 /// expressions live in the `Arc`-shared attribute storage of a `ClassAd`
-/// (never in the `frames` vector itself), frames are only ever appended
+/// (never in the `frames` vector itself; for a chained ad, in its parent's
+/// storage, which the child keeps alive), frames are only ever appended
 /// during an evaluation, ads are never mutated through a frame, and frames
 /// are dropped only by `reset()`, which runs at the public entry points
 /// before evaluation starts (never reentrantly: builtins get no access to

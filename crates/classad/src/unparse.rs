@@ -184,7 +184,7 @@ pub fn write_ad(ad: &ClassAd, out: &mut String) {
 /// Appends the text of an ad in the given syntax.
 pub fn write_ad_as(ad: &ClassAd, out: &mut String, syntax: Syntax) {
     out.push_str("[ ");
-    let mut attrs: Vec<_> = ad.iter().collect();
+    let mut attrs: Vec<_> = ad.iter_chained().collect();
     attrs.sort_by(|(a, _), (b, _)| {
         let (a, b) = (a.as_str(), b.as_str());
         a.len().cmp(&b.len()).then_with(|| {

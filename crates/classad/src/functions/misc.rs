@@ -268,7 +268,7 @@ impl Pretty {
     }
 
     fn ad(&mut self, ad: &ClassAd) {
-        let mut attrs: Vec<(&Name, &Expr)> = ad.iter().collect();
+        let mut attrs: Vec<(&Name, &Expr)> = ad.iter_chained().collect();
         attrs.sort_by(|(a, _), (b, _)| attr_order(a.as_str(), b.as_str()));
         self.indent += AD_INDENT;
         self.newline();
@@ -421,7 +421,7 @@ impl RefCollector<'_> {
             }
             Expr::Call(c) => c.args.iter().all(|a| self.nested(a, cur)),
             Expr::List(items) => items.iter().all(|a| self.nested(a, cur)),
-            Expr::Ad(ad) => ad.iter().all(|(_, a)| self.nested(a, cur)),
+            Expr::Ad(ad) => ad.iter_chained().all(|(_, a)| self.nested(a, cur)),
         }
     }
 
