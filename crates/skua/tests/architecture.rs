@@ -9,6 +9,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // pure cores
     ("classad", &[]),
     ("skua-config", &[]),
+    ("skua-queue", &["classad"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),

@@ -1,0 +1,145 @@
+//! Job attribute names the queue core reads or writes (HTCondor's names).
+
+pub const CLUSTER_ID: &str = "ClusterId";
+pub const PROC_ID: &str = "ProcId";
+pub const OWNER: &str = "Owner";
+pub const MY_TYPE: &str = "MyType";
+pub const JOB_STATUS: &str = "JobStatus";
+pub const LAST_JOB_STATUS: &str = "LastJobStatus";
+pub const ENTERED_CURRENT_STATUS: &str = "EnteredCurrentStatus";
+pub const Q_DATE: &str = "QDate";
+pub const COMPLETION_DATE: &str = "CompletionDate";
+pub const JOB_PRIO: &str = "JobPrio";
+pub const USER_LOG: &str = "UserLog";
+
+pub const HOLD_REASON: &str = "HoldReason";
+pub const HOLD_REASON_CODE: &str = "HoldReasonCode";
+pub const HOLD_REASON_SUBCODE: &str = "HoldReasonSubCode";
+pub const LAST_HOLD_REASON: &str = "LastHoldReason";
+pub const LAST_HOLD_REASON_CODE: &str = "LastHoldReasonCode";
+pub const LAST_HOLD_REASON_SUBCODE: &str = "LastHoldReasonSubCode";
+pub const NUM_HOLDS: &str = "NumHolds";
+pub const NUM_HOLDS_BY_REASON: &str = "NumHoldsByReason";
+pub const RELEASE_REASON: &str = "ReleaseReason";
+pub const REMOVE_REASON: &str = "RemoveReason";
+
+pub const PERIODIC_HOLD: &str = "PeriodicHold";
+pub const PERIODIC_HOLD_REASON: &str = "PeriodicHoldReason";
+pub const PERIODIC_HOLD_SUBCODE: &str = "PeriodicHoldSubCode";
+pub const PERIODIC_RELEASE: &str = "PeriodicRelease";
+pub const PERIODIC_REMOVE: &str = "PeriodicRemove";
+pub const ON_EXIT_HOLD: &str = "OnExitHold";
+pub const ON_EXIT_HOLD_REASON: &str = "OnExitHoldReason";
+pub const ON_EXIT_HOLD_SUBCODE: &str = "OnExitHoldSubCode";
+pub const ON_EXIT_REMOVE: &str = "OnExitRemove";
+
+pub const EXIT_BY_SIGNAL: &str = "ExitBySignal";
+pub const EXIT_CODE: &str = "ExitCode";
+pub const EXIT_SIGNAL: &str = "ExitSignal";
+pub const JOB_CORE_DUMPED: &str = "JobCoreDumped";
+pub const REMOTE_USER_CPU: &str = "RemoteUserCpu";
+pub const REMOTE_SYS_CPU: &str = "RemoteSysCpu";
+
+/// HTCondor's `HoldReasonCode` values the queue core uses.
+pub mod hold_code {
+    /// `condor_hold` by a user or an administrator.
+    pub const USER_REQUEST: i64 = 1;
+    /// `periodic_hold` or `on_exit_hold` fired.
+    pub const JOB_POLICY: i64 = 3;
+    /// A job policy expression evaluated to UNDEFINED (or ERROR).
+    pub const JOB_POLICY_UNDEFINED: i64 = 5;
+    /// Submitted with `hold = true`.
+    pub const SUBMITTED_ON_HOLD: i64 = 15;
+    /// `SYSTEM_PERIODIC_HOLD` fired.
+    pub const SYSTEM_POLICY: i64 = 26;
+    /// A system policy expression evaluated to UNDEFINED.
+    pub const SYSTEM_POLICY_UNDEFINED: i64 = 27;
+
+    /// The label HTCondor uses for a code in `NumHoldsByReason`.
+    pub fn label(code: i64) -> &'static str {
+        match code {
+            USER_REQUEST => "UserRequest",
+            JOB_POLICY => "JobPolicy",
+            JOB_POLICY_UNDEFINED => "JobPolicyUndefined",
+            SUBMITTED_ON_HOLD => "SubmittedOnHold",
+            SYSTEM_POLICY => "SystemPolicy",
+            SYSTEM_POLICY_UNDEFINED => "SystemPolicyUndefined",
+            _ => "Unspecified",
+        }
+    }
+}
+
+/// Attributes that always live in proc ads, never in a cluster ad: the
+/// per-job identity and the state bookkeeping the rules rewrite or delete.
+pub const PROC_ONLY: &[&str] = &[
+    PROC_ID,
+    JOB_STATUS,
+    LAST_JOB_STATUS,
+    ENTERED_CURRENT_STATUS,
+    HOLD_REASON,
+    HOLD_REASON_CODE,
+    HOLD_REASON_SUBCODE,
+    LAST_HOLD_REASON,
+    LAST_HOLD_REASON_CODE,
+    LAST_HOLD_REASON_SUBCODE,
+    NUM_HOLDS,
+    NUM_HOLDS_BY_REASON,
+    RELEASE_REASON,
+    REMOVE_REASON,
+    COMPLETION_DATE,
+    EXIT_BY_SIGNAL,
+    EXIT_CODE,
+    EXIT_SIGNAL,
+    JOB_CORE_DUMPED,
+];
+
+/// Attributes nobody may change with `qedit` (HTCondor's
+/// `SYSTEM_IMMUTABLE_JOB_ATTRS` default).
+pub const IMMUTABLE: &[&str] = &[
+    OWNER,
+    CLUSTER_ID,
+    PROC_ID,
+    "JobUniverse",
+    MY_TYPE,
+    "TargetType",
+    "User",
+    "OsUser",
+];
+
+/// Attributes only an administrator may change with `qedit`: the state the
+/// schedd keeps (changing it by hand bypasses the state rules) and the
+/// identity facts the schedd records (HTCondor's `SYSTEM_SECURE_JOB_ATTRS`
+/// default; HTCondor silently ignores attempts to set those).
+pub const PROTECTED: &[&str] = &[
+    JOB_STATUS,
+    LAST_JOB_STATUS,
+    ENTERED_CURRENT_STATUS,
+    Q_DATE,
+    COMPLETION_DATE,
+    HOLD_REASON,
+    HOLD_REASON_CODE,
+    HOLD_REASON_SUBCODE,
+    LAST_HOLD_REASON,
+    LAST_HOLD_REASON_CODE,
+    LAST_HOLD_REASON_SUBCODE,
+    NUM_HOLDS,
+    NUM_HOLDS_BY_REASON,
+    RELEASE_REASON,
+    REMOVE_REASON,
+    "x509userProxySubject",
+    "x509UserProxyEmail",
+    "x509UserProxyVOName",
+    "x509UserProxyFirstFQAN",
+    "x509UserProxyFQAN",
+    "TotalSubmitProcs",
+    "AuthTokenSubject",
+    "AuthTokenIssuer",
+    "AuthTokenGroups",
+    "AuthTokenId",
+    "AuthTokenScopes",
+    "AuthTokenProject",
+];
+
+pub(crate) fn is_in(list: &[&str], name: &str) -> bool {
+    list.iter().any(|a| a.eq_ignore_ascii_case(name))
+}

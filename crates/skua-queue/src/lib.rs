@@ -1,0 +1,183 @@
+//! The schedd's pure core: the job queue and the rules that change it.
+//!
+//! Nothing here does I/O, reads the clock or the environment: the current
+//! time (`now`, Unix seconds) and the caller's identity are arguments, and
+//! every decision comes back as data. The schedd daemon gathers requests,
+//! calls a `plan_*` method, commits the returned [`Txn`]'s mutations in one
+//! store transaction, applies them to its in-memory [`Queue`] with
+//! [`Queue::apply`], and writes the transaction's events to the jobs' user
+//! logs ([`userlog::format_event`]).
+//!
+//! # The queue
+//!
+//! - One *cluster ad* per cluster holds the attributes that all its jobs
+//!   submitted together share; each job's *proc ad* holds the rest and is
+//!   chained to the cluster ad ([`classad::ClassAd::chain_to`]), so a job's
+//!   lookups and evaluations see the merged ad while 100,000 jobs of one
+//!   cluster share one copy of the common attributes.
+//! - Cluster ads never change after [`Mutation::NewCluster`]: every later
+//!   change ([`Mutation::SetAttr`], [`Mutation::DeleteAttr`]) goes to a proc
+//!   ad. Setting an attribute shadows the cluster's value; deleting one
+//!   removes only the proc's own value. The attributes the state rules
+//!   rewrite or delete (status, hold and release bookkeeping, see
+//!   [`attr::PROC_ONLY`]) are therefore never factored into cluster ads.
+//! - A cluster exists exactly while it has jobs: the transaction that
+//!   destroys its last job also destroys it ([`Mutation::DestroyCluster`]).
+//! - Cluster ids come from [`Queue::reserve_cluster_id`] and are never handed
+//!   out twice: the next id only grows.
+//! - Replaying the mutations of every committed transaction, in order, into
+//!   a fresh queue rebuilds an equal queue (the store's recovery path), and
+//!   [`Queue::apply`] applies a transaction wholly or not at all.
+//!
+//! # Decisions
+//!
+//! - [`Queue::plan_submit`]: a new cluster from complete job ads.
+//! - [`Queue::plan_action`]: hold, release, remove (HTCondor's
+//!   `condor_hold`, `condor_release`, `condor_rm`), with authorization: a
+//!   non-admin acts only on their own jobs.
+//! - [`Queue::plan_set_attr`]: `condor_qedit`.
+//! - [`Queue::plan_periodic`]: the periodic job policy (user and system).
+//! - [`Queue::plan_exit`]: the exit policy when a job's process ends.
+//! - [`Queue::idle_jobs_in_order`], [`Queue::submitter_counts`],
+//!   [`Queue::query`]: what the schedd offers and advertises.
+//!
+//! The job event log's text format is in [`userlog`].
+
+pub mod attr;
+mod mutation;
+mod plan;
+mod policy;
+mod queue;
+pub mod userlog;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use mutation::{Mutation, Txn};
+pub use plan::{Action, ActionReport, Actor, Outcome, ReportEntry, Selector, Target};
+pub use policy::{ExitInfo, SystemPolicy};
+pub use queue::{Queue, SubmitterCounts};
+pub use userlog::UserLogEvent;
+
+/// A job's id: cluster and proc (`12.3`). Ordered by cluster, then proc.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct JobId {
+    pub cluster: u32,
+    pub proc: u32,
+}
+
+impl JobId {
+    pub fn new(cluster: u32, proc: u32) -> JobId {
+        JobId { cluster, proc }
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.cluster, self.proc)
+    }
+}
+
+impl FromStr for JobId {
+    type Err = QueueError;
+    fn from_str(s: &str) -> Result<JobId, QueueError> {
+        let bad = || QueueError::BadRequest(format!("invalid job id `{s}` (expected CLUSTER.PROC)"));
+        let (c, p) = s.split_once('.').ok_or_else(bad)?;
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !digits(c) || !digits(p) {
+            return Err(bad());
+        }
+        Ok(JobId {
+            cluster: c.parse().map_err(|_| bad())?,
+            proc: p.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// HTCondor's `JobStatus` codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum JobStatus {
+    Idle = 1,
+    Running = 2,
+    Removed = 3,
+    Completed = 4,
+    Held = 5,
+    TransferringOutput = 6,
+    Suspended = 7,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Idle,
+        JobStatus::Running,
+        JobStatus::Removed,
+        JobStatus::Completed,
+        JobStatus::Held,
+        JobStatus::TransferringOutput,
+        JobStatus::Suspended,
+    ];
+
+    /// The `JobStatus` attribute value.
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+
+    pub fn from_code(code: i64) -> Option<JobStatus> {
+        JobStatus::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// The letter `condor_q` prints.
+    pub fn letter(self) -> char {
+        match self {
+            JobStatus::Idle => 'I',
+            JobStatus::Running => 'R',
+            JobStatus::Removed => 'X',
+            JobStatus::Completed => 'C',
+            JobStatus::Held => 'H',
+            JobStatus::TransferringOutput => '>',
+            JobStatus::Suspended => 'S',
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Idle => "Idle",
+            JobStatus::Running => "Running",
+            JobStatus::Removed => "Removed",
+            JobStatus::Completed => "Completed",
+            JobStatus::Held => "Held",
+            JobStatus::TransferringOutput => "TransferringOutput",
+            JobStatus::Suspended => "Suspended",
+        }
+    }
+
+    /// The job has a process somewhere (running, suspended or sending its
+    /// output back): leaving the queue waits for that process to end.
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput
+        )
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The queue core's errors (messages lowercase, no trailing period).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+}
