@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 mod classad_cmd;
 mod config_cmd;
 mod pool_cmd;
+mod q_fmt;
+mod queue_cmd;
 mod status_fmt;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
@@ -43,7 +45,28 @@ enum SkuaCommand {
     Restart(pool_cmd::DaemonArgs),
     /// Make the daemons re-read their configuration.
     Reconfig(pool_cmd::DaemonArgs),
+    /// Show the job queue, like condor_q.
+    Q(queue_cmd::QArgs),
+    /// Remove jobs, like condor_rm.
+    Rm(queue_cmd::ActArgs),
+    /// Hold jobs, like condor_hold.
+    Hold(queue_cmd::ActArgs),
+    /// Release held jobs, like condor_release.
+    Release(queue_cmd::ActArgs),
+    /// Jobs that left the queue, like condor_history.
+    History(queue_cmd::HistoryArgs),
+    /// Change job attributes, like condor_qedit.
+    Qedit(queue_cmd::QeditArgs),
+    /// Change job priorities, like condor_prio.
+    #[command(allow_negative_numbers = true)]
+    Prio(queue_cmd::PrioArgs),
 }
+
+/// Commands whose long options may be written with one dash, as
+/// HTCondor's tools take them.
+const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
+    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit",
+];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,
 /// `-af`); accept them as well as `--constraint`.
@@ -53,7 +76,7 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
     for a in args {
         let s = a.to_string_lossy();
         if out.len() == 1 {
-            in_status = s == "status";
+            in_status = HTCONDOR_STYLE_COMMANDS.contains(&s.as_ref());
         }
         if in_status
             && s.len() > 2
@@ -89,6 +112,13 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Reconfig(a) => {
             pool_cmd::master_command(skua_proto::MasterCommand::Reconfig, a)
         }
+        SkuaCommand::Q(a) => queue_cmd::q(a),
+        SkuaCommand::Rm(a) => queue_cmd::act(skua_proto::JobActionKind::Remove, a),
+        SkuaCommand::Hold(a) => queue_cmd::act(skua_proto::JobActionKind::Hold, a),
+        SkuaCommand::Release(a) => queue_cmd::act(skua_proto::JobActionKind::Release, a),
+        SkuaCommand::History(a) => queue_cmd::history(a),
+        SkuaCommand::Qedit(a) => queue_cmd::qedit(a),
+        SkuaCommand::Prio(a) => queue_cmd::prio(a),
     }
 }
 
@@ -96,12 +126,12 @@ pub fn main_skua() -> ExitCode {
 #[derive(Parser)]
 #[command(name = "skuad", version, about)]
 struct SkuadCli {
-    /// The daemon to run: `master` or `collector`.
+    /// The daemon to run: `master`, `collector` or `schedd`.
     role: String,
 }
 
 /// The daemon roles `skuad` can run.
-pub const DAEMON_ROLES: &[&str] = &["master", "collector"];
+pub const DAEMON_ROLES: &[&str] = &["master", "collector", "schedd"];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
@@ -170,6 +200,7 @@ pub fn main_skuad() -> ExitCode {
         });
         match role.as_str() {
             "master" => skua_master::daemon::serve(ctx, rx).await,
+            "schedd" => skua_schedd::daemon::serve(ctx, rx).await,
             _ => skua_collector::daemon::serve(ctx, rx).await,
         }
     });

@@ -18,7 +18,7 @@ fn home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from)
 }
 
-fn load_config() -> Result<skua_config::Config> {
+pub(crate) fn load_config() -> Result<skua_config::Config> {
     let config = skua_daemon::system_config::load(Some("TOOL"), None).context("configuration")?;
     for w in config.warnings() {
         eprintln!("skua: warning: {w}");
@@ -29,7 +29,11 @@ fn load_config() -> Result<skua_config::Config> {
 /// A client for a daemon of the pool this configuration describes: its Unix
 /// socket when local (identified by the kernel), else TCP with the user's
 /// token.
-fn client_for(config: &skua_config::Config, subsystem: &str, timeout: Duration) -> Result<Client> {
+pub(crate) fn client_for(
+    config: &skua_config::Config,
+    subsystem: &str,
+    timeout: Duration,
+) -> Result<Client> {
     let endpoint = Locator::new(config, subsystem)?.endpoint()?;
     let token = match endpoint {
         Endpoint::Unix(_) => None,
@@ -41,13 +45,13 @@ fn client_for(config: &skua_config::Config, subsystem: &str, timeout: Duration) 
     Ok(Client::new(endpoint, token, timeout)?)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
 }
 
-fn report(cmd: &str, r: Result<ExitCode>) -> ExitCode {
+pub(crate) fn report(cmd: &str, r: Result<ExitCode>) -> ExitCode {
     match r {
         Ok(c) => c,
         Err(e) => {

@@ -15,12 +15,17 @@ mod collector;
 mod error;
 mod master;
 pub mod routes;
+mod schedd;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
 pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
 pub use error::{ErrorBody, ErrorCode};
 pub use master::{CommandReply, DaemonCommand, MasterCommand};
 pub use routes::Route;
+pub use schedd::{
+    JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply, JobSelector,
+    NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
+};
 
 use serde::{Deserialize, Serialize};
 

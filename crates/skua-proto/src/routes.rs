@@ -53,6 +53,52 @@ pub const MASTER_COMMAND: Route = Route {
     level: Some(AuthLevel::Administrator),
 };
 
+/// `POST /schedd/new_cluster` with [`crate::NewCluster`] →
+/// [`crate::NewClusterReply`].
+pub const SCHEDD_NEW_CLUSTER: Route = Route {
+    method: "POST",
+    path: "/schedd/new_cluster",
+    level: Some(AuthLevel::Write),
+};
+
+/// `POST /schedd/submit` with [`crate::Submit`] → [`crate::SubmitReply`].
+pub const SCHEDD_SUBMIT: Route = Route {
+    method: "POST",
+    path: "/schedd/submit",
+    level: Some(AuthLevel::Write),
+};
+
+/// `POST /schedd/query` with [`crate::JobQuery`] → [`crate::JobQueryReply`].
+pub const SCHEDD_QUERY: Route = Route {
+    method: "POST",
+    path: "/schedd/query",
+    level: Some(AuthLevel::Read),
+};
+
+/// `POST /schedd/history` with [`crate::JobQuery`] →
+/// [`crate::JobQueryReply`].
+pub const SCHEDD_HISTORY: Route = Route {
+    method: "POST",
+    path: "/schedd/history",
+    level: Some(AuthLevel::Read),
+};
+
+/// `POST /schedd/act` with [`crate::JobAction`] → [`crate::JobActionReply`].
+/// WRITE; the schedd further limits a non-administrator to their own jobs.
+pub const SCHEDD_ACT: Route = Route {
+    method: "POST",
+    path: "/schedd/act",
+    level: Some(AuthLevel::Write),
+};
+
+/// `POST /schedd/set_attribute` with [`crate::SetAttribute`] →
+/// [`crate::JobActionReply`].
+pub const SCHEDD_SET_ATTRIBUTE: Route = Route {
+    method: "POST",
+    path: "/schedd/set_attribute",
+    level: Some(AuthLevel::Write),
+};
+
 /// Every route defined so far.
 pub const ALL: &[Route] = &[
     HELLO,
@@ -60,6 +106,12 @@ pub const ALL: &[Route] = &[
     COLLECTOR_INVALIDATE,
     COLLECTOR_QUERY,
     MASTER_COMMAND,
+    SCHEDD_NEW_CLUSTER,
+    SCHEDD_SUBMIT,
+    SCHEDD_QUERY,
+    SCHEDD_HISTORY,
+    SCHEDD_ACT,
+    SCHEDD_SET_ATTRIBUTE,
 ];
 
 #[cfg(test)]

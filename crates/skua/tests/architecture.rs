@@ -23,6 +23,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["classad", "skua-proto", "skua-net", "skua-daemon"],
     ),
     (
+        "skua-schedd",
+        &[
+            "classad",
+            "skua-queue",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-daemon",
         &["classad", "skua-config", "skua-proto", "skua-net"],
     ),
@@ -37,6 +47,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-daemon",
             "skua-collector",
             "skua-master",
+            "skua-schedd",
         ],
     ),
     ("skua", &["skua-cli"]),

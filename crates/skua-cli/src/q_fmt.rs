@@ -1,0 +1,523 @@
+//! `skua q` and `skua history` output in condor_q's and condor_history's
+//! layouts. Pure: ads, the current time and the local time zone's offset
+//! come in as arguments.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use classad::{ClassAd, Expr, Value};
+
+/// What the tool needs to know besides the ads.
+#[derive(Clone, Debug)]
+pub struct QContext {
+    /// The schedd's name and address, for the header line.
+    pub schedd_name: String,
+    /// `<ip:port>`.
+    pub schedd_addr: String,
+    /// Now, Unix seconds.
+    pub now: i64,
+    /// Seconds east of UTC for local times.
+    pub utc_offset: i64,
+    /// The user running the tool (for the "Total for USER" line).
+    pub user: String,
+    /// Whether the query was limited to `user`'s jobs.
+    pub only_mine: bool,
+}
+
+fn lit<'a>(ad: &'a ClassAd, name: &str) -> Option<&'a Value> {
+    match ad.lookup(name) {
+        Some(Expr::Lit(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn int(ad: &ClassAd, name: &str) -> Option<i64> {
+    lit(ad, name).and_then(|v| v.as_int().or_else(|| v.as_real().map(|r| r as i64)))
+}
+
+fn real(ad: &ClassAd, name: &str) -> Option<f64> {
+    lit(ad, name).and_then(|v| v.as_real().or_else(|| v.as_int().map(|i| i as f64)))
+}
+
+fn string(ad: &ClassAd, name: &str) -> Option<String> {
+    lit(ad, name).and_then(|v| v.as_string())
+}
+
+fn status(ad: &ClassAd) -> i64 {
+    int(ad, "JobStatus").unwrap_or(0)
+}
+
+fn job_id(ad: &ClassAd) -> (i64, i64) {
+    (
+        int(ad, "ClusterId").unwrap_or(0),
+        int(ad, "ProcId").unwrap_or(0),
+    )
+}
+
+/// `MM/DD HH:MM` in local time.
+pub fn short_date(t: i64, utc_offset: i64) -> String {
+    let (_, mo, d, h, mi, _) = civil(t + utc_offset);
+    format!("{mo:02}/{d:02} {h:02}:{mi:02}")
+}
+
+/// `MM/DD/YY HH:MM:SS` in local time.
+fn long_date(t: i64, utc_offset: i64) -> String {
+    let (y, mo, d, h, mi, s) = civil(t + utc_offset);
+    format!(
+        "{mo:02}/{d:02}/{:02} {h:02}:{mi:02}:{s:02}",
+        y.rem_euclid(100)
+    )
+}
+
+/// Unix seconds to (year, month, day, hour, minute, second), proleptic
+/// Gregorian.
+fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = if m <= 2 { y + 1 } else { y };
+    (
+        y,
+        m,
+        d,
+        (secs / 3600) as u32,
+        ((secs % 3600) / 60) as u32,
+        (secs % 60) as u32,
+    )
+}
+
+/// `D+HH:MM:SS`.
+pub fn duration(secs: i64) -> String {
+    let s = secs.max(0);
+    format!(
+        "{}+{:02}:{:02}:{:02}",
+        s / 86_400,
+        (s % 86_400) / 3600,
+        (s % 3600) / 60,
+        s % 60
+    )
+}
+
+/// Wall-clock time of all runs so far, including the current one.
+fn run_time(ad: &ClassAd, now: i64) -> i64 {
+    let past = real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64;
+    let current = match (status(ad), int(ad, "JobCurrentStartDate")) {
+        (2, Some(start)) if start > 0 => now - start,
+        _ => 0,
+    };
+    past + current
+}
+
+fn cmd_line(ad: &ClassAd) -> String {
+    let cmd = string(ad, "Cmd").unwrap_or_default();
+    let base = cmd.rsplit('/').next().unwrap_or(&cmd).to_string();
+    let args = string(ad, "Args")
+        .or_else(|| string(ad, "Arguments"))
+        .unwrap_or_default();
+    if args.is_empty() {
+        base
+    } else {
+        format!("{base} {args}")
+    }
+}
+
+fn header(ctx: &QContext) -> String {
+    format!(
+        "\n\n-- Schedd: {} : {} @ {}\n",
+        ctx.schedd_name,
+        ctx.schedd_addr,
+        long_date(ctx.now, ctx.utc_offset)
+    )
+}
+
+/// Counts by state, as the totals lines print them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub jobs: u64,
+    pub completed: u64,
+    pub removed: u64,
+    pub idle: u64,
+    pub running: u64,
+    pub held: u64,
+    pub suspended: u64,
+}
+
+impl Totals {
+    /// Counts the ads.
+    pub fn of<'a>(ads: impl IntoIterator<Item = &'a ClassAd>) -> Totals {
+        let mut t = Totals::default();
+        for ad in ads {
+            t.jobs += 1;
+            match status(ad) {
+                1 => t.idle += 1,
+                2 | 6 => t.running += 1,
+                3 => t.removed += 1,
+                4 => t.completed += 1,
+                5 => t.held += 1,
+                7 => t.suspended += 1,
+                _ => {}
+            }
+        }
+        t
+    }
+
+    fn line(&self, who: &str) -> String {
+        format!(
+            "Total for {who}: {} jobs; {} completed, {} removed, {} idle, {} running, {} held, {} suspended\n",
+            self.jobs, self.completed, self.removed, self.idle, self.running, self.held, self.suspended
+        )
+    }
+}
+
+fn totals_block(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    let mut out = String::from("\n");
+    let query = Totals::of(ads);
+    out.push_str(&query.line("query"));
+    if ctx.only_mine {
+        out.push_str(&query.line(&ctx.user));
+    }
+    if let Some(all) = all {
+        out.push_str(&all.line("all users"));
+    }
+    out
+}
+
+/// The ids of a batch: `5.0`, `5.0-9`, or `5.0 ... 7.3`.
+fn id_range(ids: &[(i64, i64)]) -> String {
+    match (ids.first(), ids.last()) {
+        (Some(a), Some(b)) if a == b => format!("{}.{}", a.0, a.1),
+        (Some(a), Some(b)) if a.0 == b.0 => format!("{}.{}-{}", a.0, a.1, b.1),
+        (Some(a), Some(b)) => format!("{}.{} ... {}.{}", a.0, a.1, b.0, b.1),
+        _ => String::new(),
+    }
+}
+
+fn dash_zero(n: u64) -> String {
+    if n == 0 {
+        "_".into()
+    } else {
+        n.to_string()
+    }
+}
+
+/// The default view: one line per batch (the `JobBatchName`, else the
+/// cluster) and owner.
+pub fn format_batches(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    struct Batch {
+        owner: String,
+        name: String,
+        submitted: i64,
+        done: u64,
+        counts: Totals,
+        ids: Vec<(i64, i64)>,
+    }
+    let mut batches: BTreeMap<(String, String), Batch> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut sorted: Vec<&ClassAd> = ads.iter().collect();
+    sorted.sort_by_key(|a| job_id(a));
+    let mut cluster_done: BTreeMap<i64, (i64, u64)> = BTreeMap::new();
+    for ad in &sorted {
+        let (c, _) = job_id(ad);
+        let e = cluster_done
+            .entry(c)
+            .or_insert((int(ad, "TotalSubmitProcs").unwrap_or(0), 0));
+        e.1 += 1;
+    }
+    for ad in sorted {
+        let owner = string(ad, "Owner").unwrap_or_default();
+        let (c, p) = job_id(ad);
+        let name = string(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {c}"));
+        let key = (owner.clone(), name.clone());
+        let b = batches.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
+            Batch {
+                owner,
+                name,
+                submitted: i64::MAX,
+                done: 0,
+                counts: Totals::default(),
+                ids: Vec::new(),
+            }
+        });
+        b.submitted = b.submitted.min(int(ad, "QDate").unwrap_or(0));
+        b.counts = {
+            let one = Totals::of([ad]);
+            Totals {
+                jobs: b.counts.jobs + one.jobs,
+                completed: b.counts.completed + one.completed,
+                removed: b.counts.removed + one.removed,
+                idle: b.counts.idle + one.idle,
+                running: b.counts.running + one.running,
+                held: b.counts.held + one.held,
+                suspended: b.counts.suspended + one.suspended,
+            }
+        };
+        if b.ids.last().map(|l| l.0) != Some(c) {
+            if let Some((total, present)) = cluster_done.get(&c) {
+                b.done += (*total).max(0).saturating_sub(*present as i64) as u64;
+            }
+        }
+        b.ids.push((c, p));
+    }
+    let any_held = batches.values().any(|b| b.counts.held > 0);
+    let mut out = header(ctx);
+    let _ = write!(
+        out,
+        "{:<14} {:<14} {:>11} {:>6} {:>6} {:>6}",
+        "OWNER", "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE"
+    );
+    if any_held {
+        let _ = write!(out, " {:>6}", "HOLD");
+    }
+    let _ = writeln!(out, " {:>6} JOB_IDS", "TOTAL");
+    for key in &order {
+        let b = &batches[key];
+        let _ = write!(
+            out,
+            "{:<14} {:<14} {:>11} {:>6} {:>6} {:>6}",
+            b.owner,
+            b.name,
+            short_date(b.submitted, ctx.utc_offset),
+            dash_zero(b.done),
+            dash_zero(b.counts.running),
+            dash_zero(b.counts.idle),
+        );
+        if any_held {
+            let _ = write!(out, " {:>6}", dash_zero(b.counts.held));
+        }
+        let _ = writeln!(out, " {:>6} {}", b.counts.jobs + b.done, id_range(&b.ids));
+    }
+    out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
+fn sorted(ads: &[ClassAd]) -> Vec<&ClassAd> {
+    let mut v: Vec<&ClassAd> = ads.iter().collect();
+    v.sort_by_key(|a| job_id(a));
+    v
+}
+
+/// `-nobatch`: one line per job.
+pub fn format_jobs(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER            SUBMITTED     RUN_TIME ST PRI SIZE    CMD\n");
+    for ad in sorted(ads) {
+        let (c, p) = job_id(ad);
+        let st = skua_status_letter(status(ad));
+        let size = real(ad, "ImageSize").unwrap_or(0.0) / 1024.0;
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<14} {:>11} {:>12} {:<2} {:<3} {:<7.1} {}",
+            c,
+            p,
+            string(ad, "Owner").unwrap_or_default(),
+            short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
+            duration(run_time(ad, ctx.now)),
+            st,
+            int(ad, "JobPrio").unwrap_or(0),
+            size,
+            cmd_line(ad)
+        );
+    }
+    out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
+/// `-hold`: held jobs with when and why.
+pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER           HELD_SINCE  CODE  SUB HOLD_REASON\n");
+    for ad in sorted(ads).into_iter().filter(|a| status(a) == 5) {
+        let (c, p) = job_id(ad);
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<14} {:>11} {:>5} {:>4} {}",
+            c,
+            p,
+            string(ad, "Owner").unwrap_or_default(),
+            short_date(int(ad, "EnteredCurrentStatus").unwrap_or(0), ctx.utc_offset),
+            int(ad, "HoldReasonCode").unwrap_or(0),
+            int(ad, "HoldReasonSubCode").unwrap_or(0),
+            string(ad, "HoldReason").unwrap_or_default()
+        );
+    }
+    out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
+/// `-run`: running jobs with where.
+pub fn format_running(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER            SUBMITTED     RUN_TIME HOST(S)\n");
+    for ad in sorted(ads).into_iter().filter(|a| status(a) == 2) {
+        let (c, p) = job_id(ad);
+        let host = string(ad, "RemoteHost").unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<14} {:>11} {:>12} {}",
+            c,
+            p,
+            string(ad, "Owner").unwrap_or_default(),
+            short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
+            duration(run_time(ad, ctx.now)),
+            host
+        );
+    }
+    out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
+/// `skua history`: one line per job that left the queue, newest first.
+pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
+    let mut out =
+        String::from(" ID     OWNER          SUBMITTED   RUN_TIME     ST  COMPLETED   CMD\n");
+    for ad in ads {
+        let (c, p) = job_id(ad);
+        let completed = int(ad, "CompletionDate")
+            .filter(|t| *t > 0)
+            .or_else(|| int(ad, "EnteredCurrentStatus"))
+            .unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<12} {:>11} {:>12} {:<2} {:>11} {}",
+            c,
+            p,
+            string(ad, "Owner").unwrap_or_default(),
+            short_date(int(ad, "QDate").unwrap_or(0), utc_offset),
+            duration(real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64),
+            skua_status_letter(status(ad)),
+            short_date(completed, utc_offset),
+            cmd_line(ad)
+        );
+    }
+    out
+}
+
+/// condor_q's status letters.
+pub fn skua_status_letter(code: i64) -> &'static str {
+    match code {
+        1 => "I",
+        2 => "R",
+        3 => "X",
+        4 => "C",
+        5 => "H",
+        6 => ">",
+        7 => "S",
+        _ => "?",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(c: i64, p: i64, owner: &str, st: i64) -> ClassAd {
+        let text = format!(
+            "[ ClusterId = {c}; ProcId = {p}; Owner = \"{owner}\"; JobStatus = {st}; QDate = 1763726400; \
+               Cmd = \"/bin/sleep\"; Args = \"60\"; JobPrio = 0; ImageSize = 2048; TotalSubmitProcs = 3; \
+               EnteredCurrentStatus = 1763726460; HoldReasonCode = 1; HoldReasonSubCode = 0; \
+               HoldReason = \"via skua hold\" ]"
+        );
+        classad::parse_ad(&text).unwrap()
+    }
+
+    fn ctx() -> QContext {
+        QContext {
+            schedd_name: "host.example".into(),
+            schedd_addr: "<127.0.0.1:9618>".into(),
+            now: 1763726400 + 3600,
+            utc_offset: 0,
+            user: "ann".into(),
+            only_mine: true,
+        }
+    }
+
+    #[test]
+    fn dates_and_durations() {
+        assert_eq!(short_date(1763726400, 0), "11/21 12:00");
+        assert_eq!(short_date(1763726400, 3600), "11/21 13:00");
+        assert_eq!(long_date(1763726400, 0), "11/21/25 12:00:00");
+        assert_eq!(duration(0), "0+00:00:00");
+        assert_eq!(duration(90061), "1+01:01:01");
+    }
+
+    #[test]
+    fn batch_summary_groups_a_cluster_and_counts_states() {
+        let ads = vec![
+            job(5, 0, "ann", 1),
+            job(5, 1, "ann", 2),
+            job(5, 2, "ann", 5),
+        ];
+        let all = Totals::of(&ads);
+        let out = format_batches(&ads, Some(&all), &ctx());
+        assert!(
+            out.contains("-- Schedd: host.example : <127.0.0.1:9618> @ "),
+            "{out}"
+        );
+        assert!(out.contains("HOLD"), "{out}");
+        let line = out.lines().find(|l| l.starts_with("ann")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            cols,
+            ["ann", "ID:", "5", "11/21", "12:00", "_", "1", "1", "1", "3", "5.0-2"],
+            "{line}"
+        );
+        assert!(out.contains(
+            "Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended"
+        ));
+        assert!(out.contains("Total for ann: 3 jobs;"));
+        assert!(out.contains("Total for all users: 3 jobs;"));
+    }
+
+    #[test]
+    fn done_counts_jobs_that_left_the_cluster() {
+        // 3 submitted, 1 still queued
+        let ads = vec![job(7, 2, "ann", 1)];
+        let out = format_batches(&ads, None, &ctx());
+        let line = out.lines().find(|l| l.starts_with("ann")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[5], "2", "{line}");
+        assert_eq!(cols[cols.len() - 2], "3", "{line}");
+        assert!(!out.contains("HOLD"), "{out}");
+    }
+
+    #[test]
+    fn nobatch_lists_each_job() {
+        let ads = vec![job(5, 1, "ann", 2), job(5, 0, "ann", 1)];
+        let out = format_jobs(&ads, None, &ctx());
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains("sleep 60")).collect();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].trim_start().starts_with("5.0"), "{out}");
+        assert!(rows[1].contains(" R "), "{out}");
+        assert!(rows[0].contains(" I "), "{out}");
+        assert!(rows[0].contains("2.0"), "image size in MB: {out}");
+    }
+
+    #[test]
+    fn hold_view_shows_reason_and_code() {
+        let ads = vec![job(5, 0, "ann", 5), job(5, 1, "ann", 1)];
+        let out = format_held(&ads, None, &ctx());
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("via skua hold"))
+            .collect();
+        assert_eq!(rows.len(), 1, "{out}");
+        assert!(rows[0].contains("5.0"));
+        assert!(rows[0].contains("11/21 12:01"), "{out}");
+    }
+
+    #[test]
+    fn id_ranges() {
+        assert_eq!(id_range(&[(3, 0)]), "3.0");
+        assert_eq!(id_range(&[(3, 0), (3, 9)]), "3.0-9");
+        assert_eq!(id_range(&[(3, 0), (4, 1)]), "3.0 ... 4.1");
+    }
+}

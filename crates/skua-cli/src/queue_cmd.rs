@@ -1,0 +1,534 @@
+//! The queue tools: `skua q`, `skua rm`, `skua hold`, `skua release`,
+//! `skua history`, `skua qedit`, `skua prio`, in the style of condor_q,
+//! condor_rm, condor_hold, condor_release, condor_history, condor_qedit
+//! and condor_prio.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use classad::ClassAd;
+use skua_proto::{
+    routes, JobAction, JobActionKind, JobActionReply, JobQuery, JobQueryReply, JobSelector,
+    SetAttribute,
+};
+
+use crate::pool_cmd::{client_for, load_config, report, runtime};
+use crate::{q_fmt, status_fmt};
+
+/// How long a queue command waits for the schedd.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The user running the tool.
+pub(crate) fn current_user() -> String {
+    skua_daemon::system_config::current_username(&skua_daemon::system_config::environment())
+        .unwrap_or_else(|| "nobody".into())
+}
+
+/// The local time zone's offset from UTC at `t`.
+pub(crate) fn utc_offset(t: i64) -> i64 {
+    use chrono::TimeZone as _;
+    chrono::Local
+        .timestamp_opt(t, 0)
+        .single()
+        .map(|d| i64::from(d.offset().local_minus_utc()))
+        .unwrap_or(0)
+}
+
+fn is_job_ref(s: &str) -> bool {
+    let mut parts = s.splitn(2, '.');
+    let c = parts.next().unwrap_or("");
+    !c.is_empty()
+        && c.bytes().all(|b| b.is_ascii_digit())
+        && parts.next().map_or(true, |p| {
+            !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// Splits `C`, `C.P` and owner names.
+fn selector_of(names: &[String], constraint: Option<String>, all: bool) -> Result<JobSelector> {
+    if let Some(c) = &constraint {
+        classad::parse_expr(c).with_context(|| format!("-constraint {c:?}"))?;
+    }
+    let mut sel = JobSelector {
+        constraint,
+        all,
+        ..JobSelector::default()
+    };
+    for n in names {
+        if is_job_ref(n) {
+            sel.jobs.push(n.clone());
+        } else if n.starts_with('-') || n.contains(char::is_whitespace) {
+            bail!("`{n}` is neither a job id (C or C.P) nor a user name");
+        } else {
+            sel.owners.push(n.clone());
+        }
+    }
+    Ok(sel)
+}
+
+fn parse_ads(texts: &[String]) -> Result<Vec<ClassAd>> {
+    texts
+        .iter()
+        .map(|t| classad::parse_ad(t).context("the schedd sent an ad that does not parse"))
+        .collect()
+}
+
+// ----- skua q ---------------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct QArgs {
+    /// Job ids (C or C.P) or owners; default: your own jobs.
+    names: Vec<String>,
+    /// Only jobs for which this ClassAd expression is true.
+    #[arg(long)]
+    constraint: Option<String>,
+    /// One line per job instead of one per batch.
+    #[arg(long)]
+    nobatch: bool,
+    /// Held jobs with their hold reasons.
+    #[arg(long)]
+    hold: bool,
+    /// Running jobs with where they run.
+    #[arg(long)]
+    run: bool,
+    /// Jobs of every user, not only yours.
+    #[arg(long)]
+    allusers: bool,
+    /// Every attribute of each job, as `Name = value` lines.
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    /// Autoformat: these attributes of each job, space-separated.
+    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
+    af: Vec<String>,
+    /// The jobs as a JSON array of ads.
+    #[arg(long)]
+    json: bool,
+    /// Only the totals lines.
+    #[arg(long)]
+    totals: bool,
+}
+
+/// The attributes the table views print.
+const TABLE_ATTRS: &[&str] = &[
+    "ClusterId",
+    "ProcId",
+    "Owner",
+    "JobStatus",
+    "QDate",
+    "JobBatchName",
+    "TotalSubmitProcs",
+    "Cmd",
+    "Args",
+    "Arguments",
+    "JobPrio",
+    "ImageSize",
+    "RemoteWallClockTime",
+    "JobCurrentStartDate",
+    "EnteredCurrentStatus",
+    "HoldReason",
+    "HoldReasonCode",
+    "HoldReasonSubCode",
+    "RemoteHost",
+];
+
+pub fn q(a: QArgs) -> ExitCode {
+    report("q", q_inner(a))
+}
+
+fn q_inner(a: QArgs) -> Result<ExitCode> {
+    let user = current_user();
+    let mut selector = selector_of(&a.names, a.constraint.clone(), false)?;
+    let only_mine = !a.allusers && selector.jobs.is_empty() && selector.owners.is_empty();
+    if only_mine {
+        selector.owners.push(user.clone());
+    }
+    let projection: Vec<String> = if a.long || a.json {
+        Vec::new()
+    } else if !a.af.is_empty() {
+        a.af.clone()
+    } else {
+        TABLE_ATTRS.iter().map(|s| s.to_string()).collect()
+    };
+    let config = load_config()?;
+    let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+    let query = JobQuery {
+        selector,
+        projection,
+        limit: None,
+    };
+    let reply: JobQueryReply =
+        runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
+    let ads = parse_ads(&reply.ads)?;
+    let now = skua_daemon::now_secs();
+    if a.json {
+        print!("{}", status_fmt::format_json(&ads, now));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.long {
+        print!("{}", status_fmt::format_long(&ads, now));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !a.af.is_empty() {
+        print!("{}", status_fmt::format_autoformat(&ads, &a.af, now));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let all = totals_of(&reply.status_counts);
+    let (schedd_name, schedd_addr) = schedd_identity(&client);
+    let ctx = q_fmt::QContext {
+        schedd_name,
+        schedd_addr,
+        now,
+        utc_offset: utc_offset(now),
+        user,
+        only_mine,
+    };
+    let out = if a.totals {
+        let mut s = q_fmt::format_batches(&[], Some(&all), &ctx);
+        // keep only the totals
+        if let Some(i) = s.find("\nTotal for") {
+            s = s[i..].to_string();
+        }
+        let mine = q_fmt::Totals::of(&ads);
+        s.replace(
+            "Total for query: 0 jobs; 0 completed, 0 removed, 0 idle, 0 running, 0 held, 0 suspended",
+            &format!(
+                "Total for query: {} jobs; {} completed, {} removed, {} idle, {} running, {} held, {} suspended",
+                mine.jobs, mine.completed, mine.removed, mine.idle, mine.running, mine.held, mine.suspended
+            ),
+        )
+    } else if a.hold {
+        q_fmt::format_held(&ads, Some(&all), &ctx)
+    } else if a.run {
+        q_fmt::format_running(&ads, Some(&all), &ctx)
+    } else if a.nobatch {
+        q_fmt::format_jobs(&ads, Some(&all), &ctx)
+    } else {
+        q_fmt::format_batches(&ads, Some(&all), &ctx)
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn totals_of(counts: &[u64]) -> q_fmt::Totals {
+    let c = |i: usize| counts.get(i).copied().unwrap_or(0);
+    q_fmt::Totals {
+        jobs: counts.iter().sum(),
+        idle: c(1),
+        running: c(2) + c(6),
+        removed: c(3),
+        completed: c(4),
+        held: c(5),
+        suspended: c(7),
+    }
+}
+
+/// The schedd's name and address for the header line.
+fn schedd_identity(client: &skua_net::Client) -> (String, String) {
+    let name = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into());
+    let addr = match client.endpoint() {
+        skua_net::Endpoint::Tcp(a) | skua_net::Endpoint::Tls(a, _) => format!("<{a}>"),
+        skua_net::Endpoint::Unix(p) => format!("<{}>", p.display()),
+    };
+    (name, addr)
+}
+
+// ----- skua rm / hold / release --------------------------------------------
+
+#[derive(clap::Args)]
+pub struct ActArgs {
+    /// Job ids (C or C.P) or owners.
+    names: Vec<String>,
+    /// Jobs for which this ClassAd expression is true.
+    #[arg(long)]
+    constraint: Option<String>,
+    /// Every job (of yours, unless you are an administrator).
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// The reason recorded in the job.
+    #[arg(long)]
+    reason: Option<String>,
+    /// `rm` only: drop jobs already in the Removed state at once.
+    #[arg(long)]
+    forcex: bool,
+}
+
+pub fn act(kind: JobActionKind, a: ActArgs) -> ExitCode {
+    let name = match kind {
+        JobActionKind::Hold => "hold",
+        JobActionKind::Release => "release",
+        JobActionKind::Remove | JobActionKind::RemoveForce => "rm",
+    };
+    report(name, act_inner(kind, a))
+}
+
+fn act_inner(mut kind: JobActionKind, a: ActArgs) -> Result<ExitCode> {
+    if a.forcex {
+        if kind != JobActionKind::Remove {
+            bail!("-forcex is an option of rm");
+        }
+        kind = JobActionKind::RemoveForce;
+    }
+    let selector = selector_of(&a.names, a.constraint.clone(), a.all)?;
+    if selector == JobSelector::default() {
+        bail!("name the jobs: job ids (C or C.P), user names, -constraint EXPR or -all");
+    }
+    let config = load_config()?;
+    let client = client_for(&config, "SCHEDD", TIMEOUT)?;
+    let body = JobAction {
+        action: kind,
+        selector,
+        reason: a.reason,
+    };
+    let reply: JobActionReply =
+        runtime()?.block_on(client.command(&routes::SCHEDD_ACT, Some(&body)))?;
+    for m in &reply.messages {
+        println!("{m}");
+    }
+    Ok(if reply.all_done {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+// ----- skua history -----------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// Job ids (C or C.P) or owners.
+    names: Vec<String>,
+    /// Only jobs for which this ClassAd expression is true.
+    #[arg(long)]
+    constraint: Option<String>,
+    /// At most this many jobs (newest first).
+    #[arg(long, visible_alias = "match")]
+    limit: Option<usize>,
+    /// Every attribute of each job.
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    /// Autoformat: these attributes of each job.
+    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
+    af: Vec<String>,
+    /// A JSON array of ads.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn history(a: HistoryArgs) -> ExitCode {
+    report("history", history_inner(a))
+}
+
+fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
+    let selector = selector_of(&a.names, a.constraint.clone(), false)?;
+    let projection = if a.af.is_empty() || a.long || a.json {
+        Vec::new()
+    } else {
+        a.af.clone()
+    };
+    let config = load_config()?;
+    let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+    let query = JobQuery {
+        selector,
+        projection,
+        limit: a.limit,
+    };
+    let reply: JobQueryReply =
+        runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
+    let ads = parse_ads(&reply.ads)?;
+    let now = skua_daemon::now_secs();
+    let out = if a.json {
+        status_fmt::format_json(&ads, now)
+    } else if a.long {
+        status_fmt::format_long(&ads, now)
+    } else if !a.af.is_empty() {
+        status_fmt::format_autoformat(&ads, &a.af, now)
+    } else {
+        q_fmt::format_history(&ads, utc_offset(now))
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+// ----- skua qedit / prio ------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct QeditArgs {
+    /// Jobs for which this ClassAd expression is true (then every
+    /// argument is an attribute/value pair).
+    #[arg(long)]
+    constraint: Option<String>,
+    /// `JOBS ATTR VALUE [ATTR VALUE ...]`: JOBS is C, C.P or an owner.
+    #[arg(required = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+pub fn qedit(a: QeditArgs) -> ExitCode {
+    report("qedit", qedit_inner(a))
+}
+
+fn qedit_inner(a: QeditArgs) -> Result<ExitCode> {
+    let (selector, pairs) = match &a.constraint {
+        Some(_) => (selector_of(&[], a.constraint.clone(), false)?, &a.args[..]),
+        None => {
+            let (first, rest) = a.args.split_first().context("name the jobs")?;
+            (selector_of(std::slice::from_ref(first), None, false)?, rest)
+        }
+    };
+    if pairs.is_empty() || pairs.len() % 2 != 0 {
+        bail!("give attribute and value pairs: skua qedit JOBS ATTR VALUE [ATTR VALUE ...]");
+    }
+    let config = load_config()?;
+    let client = client_for(&config, "SCHEDD", TIMEOUT)?;
+    let rt = runtime()?;
+    let mut ok = true;
+    for pair in pairs.chunks(2) {
+        classad::parse_expr(&pair[1])
+            .with_context(|| format!("the value of {} is not a ClassAd expression", pair[0]))?;
+        let body = SetAttribute {
+            selector: selector.clone(),
+            name: pair[0].clone(),
+            value: pair[1].clone(),
+        };
+        let reply: JobActionReply =
+            rt.block_on(client.command(&routes::SCHEDD_SET_ATTRIBUTE, Some(&body)))?;
+        for m in &reply.messages {
+            println!("{m}");
+        }
+        ok &= reply.all_done;
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[derive(clap::Args)]
+pub struct PrioArgs {
+    /// The new priority (an integer; higher runs first among your jobs).
+    #[arg(short = 'p', allow_negative_numbers = true)]
+    priority: Option<i64>,
+    /// `+N` or `-N` to change the priority relative to each job's current
+    /// one, then job ids (C or C.P) or owners; `-a` for all your jobs.
+    #[arg(allow_hyphen_values = true)]
+    args: Vec<String>,
+    /// Every job of yours.
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+}
+
+pub fn prio(a: PrioArgs) -> ExitCode {
+    report("prio", prio_inner(a))
+}
+
+fn prio_inner(a: PrioArgs) -> Result<ExitCode> {
+    let mut relative = None;
+    let mut names = Vec::new();
+    for s in &a.args {
+        if (s.starts_with('+') || s.starts_with('-')) && s[1..].parse::<i64>().is_ok() {
+            relative = s.parse::<i64>().ok().or_else(|| s[1..].parse::<i64>().ok());
+        } else {
+            names.push(s.clone());
+        }
+    }
+    let selector = selector_of(&names, None, a.all)?;
+    if selector == JobSelector::default() {
+        bail!("name the jobs: job ids (C or C.P), user names or -a");
+    }
+    let config = load_config()?;
+    let client = client_for(&config, "SCHEDD", TIMEOUT)?;
+    let rt = runtime()?;
+    let updates: Vec<(JobSelector, i64)> = match (a.priority, relative) {
+        (Some(p), None) => vec![(selector, p)],
+        (None, Some(delta)) => {
+            // each job's new value depends on its current one
+            let mut query_sel = selector.clone();
+            if query_sel.all {
+                query_sel.all = false;
+                query_sel.owners.push(current_user());
+            }
+            let reply: JobQueryReply = rt.block_on(client.command(
+                &routes::SCHEDD_QUERY,
+                Some(&JobQuery {
+                    selector: query_sel,
+                    projection: vec!["ClusterId".into(), "ProcId".into(), "JobPrio".into()],
+                    limit: None,
+                }),
+            ))?;
+            let mut out = Vec::new();
+            for ad in parse_ads(&reply.ads)? {
+                let get = |n: &str| match ad.lookup(n) {
+                    Some(classad::Expr::Lit(v)) => v.as_int(),
+                    _ => None,
+                };
+                let (Some(c), Some(p)) = (get("ClusterId"), get("ProcId")) else {
+                    continue;
+                };
+                out.push((
+                    JobSelector {
+                        jobs: vec![format!("{c}.{p}")],
+                        ..JobSelector::default()
+                    },
+                    get("JobPrio").unwrap_or(0).saturating_add(delta),
+                ));
+            }
+            out
+        }
+        _ => bail!("give the priority: -p N, or +N / -N to change it"),
+    };
+    let mut ok = true;
+    for (sel, value) in updates {
+        let reply: JobActionReply = rt.block_on(client.command(
+            &routes::SCHEDD_SET_ATTRIBUTE,
+            Some(&SetAttribute {
+                selector: sel,
+                name: "JobPrio".into(),
+                value: value.to_string(),
+            }),
+        ))?;
+        ok &= reply.all_done;
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_into_ids_and_owners() {
+        let sel = selector_of(
+            &["12".into(), "3.4".into(), "alice".into()],
+            Some("JobPrio > 1".into()),
+            false,
+        )
+        .unwrap();
+        assert_eq!(sel.jobs, vec!["12", "3.4"]);
+        assert_eq!(sel.owners, vec!["alice"]);
+        assert_eq!(sel.constraint.as_deref(), Some("JobPrio > 1"));
+    }
+
+    #[test]
+    fn a_bad_constraint_is_refused_before_asking_the_schedd() {
+        let e = selector_of(&[], Some("JobPrio >".into()), false).unwrap_err();
+        assert!(format!("{e:#}").contains("-constraint"), "{e:#}");
+    }
+
+    #[test]
+    fn job_refs() {
+        assert!(is_job_ref("1"));
+        assert!(is_job_ref("1.0"));
+        assert!(!is_job_ref("1."));
+        assert!(!is_job_ref(".1"));
+        assert!(!is_job_ref("alice"));
+        assert!(!is_job_ref("1.2.3"));
+    }
+}

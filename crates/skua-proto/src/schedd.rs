@@ -1,0 +1,184 @@
+//! Schedd messages: submitting jobs, querying the queue and its history,
+//! acting on jobs (hold, release, remove), editing job attributes.
+//!
+//! Job ads travel as canonical new-style ClassAd text. The schedd decides
+//! who may do what: the caller's identity names the owner; a caller
+//! authorized at ADMINISTRATOR may act on every user's jobs.
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /schedd/new_cluster`: reserve the next cluster id. The submit
+/// tool needs it before it builds the job ads (`$(Cluster)` appears in
+/// them). A reserved id that is never submitted is simply skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewCluster {}
+
+/// The reply to [`NewCluster`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewClusterReply {
+    /// The reserved cluster id.
+    pub cluster: u32,
+}
+
+/// `POST /schedd/submit`: queue one cluster of jobs, all or nothing. The
+/// reply comes after the cluster is durably committed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submit {
+    /// A cluster id obtained from [`NewCluster`].
+    pub cluster: u32,
+    /// The complete job ads in ProcId order, canonical new-style text.
+    pub jobs: Vec<String>,
+}
+
+/// The reply to [`Submit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitReply {
+    /// The cluster the jobs were queued in.
+    pub cluster: u32,
+    /// How many jobs were queued.
+    pub jobs: u32,
+}
+
+/// Which jobs a command applies to. Every part that is present must hold
+/// (the job ids and owners are alternatives among themselves): `jobs`
+/// names `C` (a whole cluster) or `C.P`; `owners` selects by `Owner`;
+/// `constraint` is a ClassAd expression evaluated in each job ad; `all`
+/// selects every job the caller may touch. An empty selector selects
+/// nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSelector {
+    /// `"C"` or `"C.P"` ids.
+    #[serde(default)]
+    pub jobs: Vec<String>,
+    /// Owner names.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// A ClassAd constraint.
+    #[serde(default)]
+    pub constraint: Option<String>,
+    /// Every job (of the caller, unless an administrator).
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// `POST /schedd/query` (the queue) and `POST /schedd/history` (jobs that
+/// left it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobQuery {
+    /// Restricts the jobs; for a query an empty selector means every job
+    /// (unlike the commands that change jobs).
+    #[serde(default)]
+    pub selector: JobSelector,
+    /// Attribute names to return; empty returns whole ads.
+    #[serde(default)]
+    pub projection: Vec<String>,
+    /// At most this many ads (history: the newest first).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The reply to a [`JobQuery`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobQueryReply {
+    /// The matching ads, each in canonical new-style ClassAd text, in
+    /// job-id order (history: newest first).
+    pub ads: Vec<String>,
+    /// Queue queries: every job in the queue (whatever the selector) by
+    /// `JobStatus` code, index 0..=7, for condor_q's "Total for all
+    /// users" line.
+    #[serde(default)]
+    pub status_counts: Vec<u64>,
+}
+
+/// What [`JobAction`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobActionKind {
+    /// `skua hold`.
+    Hold,
+    /// `skua release`.
+    Release,
+    /// `skua rm`.
+    Remove,
+    /// `skua rm -forcex`: drop jobs already in the Removed state.
+    RemoveForce,
+}
+
+/// `POST /schedd/act`: hold, release or remove jobs. The selector's parts
+/// are alternatives here: `skua rm 3 4.1 alice` acts on their union.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobAction {
+    /// What to do.
+    pub action: JobActionKind,
+    /// To which jobs.
+    pub selector: JobSelector,
+    /// The reason recorded in the job (`HoldReason`, `RemoveReason`, ...).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One job's outcome in a [`JobActionReply`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// `"C.P"`, or what the caller named when nothing matched it.
+    pub job: String,
+    /// True when the job changed.
+    pub done: bool,
+    /// Why not, when not done.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The reply to [`JobAction`] and [`SetAttribute`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobActionReply {
+    /// The jobs that changed, in job-id order.
+    #[serde(default)]
+    pub outcomes: Vec<JobOutcome>,
+    /// What the tool prints, one line each (`Job 3.0 held`, `Job 4.1 not
+    /// found`, ...).
+    #[serde(default)]
+    pub messages: Vec<String>,
+    /// True when every named job was found and changed.
+    #[serde(default)]
+    pub all_done: bool,
+}
+
+/// `POST /schedd/set_attribute`: `skua qedit` and `skua prio`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAttribute {
+    /// To which jobs.
+    pub selector: JobSelector,
+    /// The attribute.
+    pub name: String,
+    /// The new value, a ClassAd expression.
+    pub value: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selector_defaults_to_nothing() {
+        let q: JobQuery = serde_json::from_str("{}").unwrap();
+        assert_eq!(q.selector, JobSelector::default());
+        assert!(!q.selector.all);
+        assert_eq!(q.limit, None);
+    }
+
+    #[test]
+    fn action_names_are_snake_case() {
+        let a = JobAction {
+            action: JobActionKind::RemoveForce,
+            selector: JobSelector {
+                jobs: vec!["3.1".into()],
+                ..JobSelector::default()
+            },
+            reason: None,
+        };
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(text.contains("\"remove_force\""), "{text}");
+        assert_eq!(serde_json::from_str::<JobAction>(&text).unwrap(), a);
+    }
+}

@@ -1,0 +1,510 @@
+//! `skuad schedd`: the queue behind the network.
+//!
+//! Listens on its Unix socket (`$(LOCK)/schedd.sock`, local users known by
+//! the kernel) and on TCP (port chosen by the OS, published in
+//! `SCHEDD_ADDRESS_FILE`). The queue is in `$(SPOOL)/job_queue.db`
+//! (`JOB_QUEUE_DB`). Every request that changes the queue is committed to
+//! disk before it is answered. Advertises a `Scheduler` ad and one
+//! `Submitter` ad per user with jobs to the collector; evaluates the
+//! periodic policy every `PERIODIC_EXPR_INTERVAL` seconds.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use classad::{ClassAd, Expr};
+use skua_daemon::{now_secs, Advertiser, DaemonContext};
+use skua_net::routing::post;
+use skua_net::{ApiError, AuthLevel, Caller, Json, Listener, Routes, Server, State};
+use skua_proto::{
+    routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
+    JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
+};
+use skua_queue::{Action, Actor, JobId, QueueError, Selector, SystemPolicy};
+use tokio::sync::{watch, Notify};
+
+use crate::schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
+
+#[derive(Clone)]
+struct Shared {
+    schedd: Arc<Mutex<Schedd>>,
+    changed: Arc<Notify>,
+}
+
+fn api_error(e: ScheddError) -> ApiError {
+    match e {
+        ScheddError::Queue(q) => match q {
+            QueueError::NotFound(m) => ApiError::not_found(m),
+            QueueError::PermissionDenied(m) => {
+                ApiError::new(skua_proto::ErrorCode::PermissionDenied, m)
+            }
+            QueueError::Conflict(m) => ApiError::conflict(m),
+            other => ApiError::bad_request(other.to_string()),
+        },
+        ScheddError::BadRequest(m) => ApiError::bad_request(m),
+        ScheddError::Store(s) => {
+            ApiError::unavailable(format!("the job queue is unavailable: {s}"))
+        }
+    }
+}
+
+/// Runs `f` on the schedd in a blocking task (SQLite commits wait for the
+/// disk).
+async fn with_schedd<T: Send + 'static>(
+    st: &Shared,
+    f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let schedd = st.schedd.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let mut guard = schedd.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("schedd task failed: {e}")))?;
+    result.map_err(api_error)
+}
+
+fn actor(caller: &Caller) -> Actor {
+    Actor {
+        name: caller.identity.user.clone(),
+        admin: caller.has(AuthLevel::Administrator),
+    }
+}
+
+fn parse_constraint(text: Option<&str>) -> Result<Option<Expr>, ApiError> {
+    text.filter(|c| !c.trim().is_empty())
+        .map(classad::parse_expr)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("constraint: {e}")))
+}
+
+/// `"12"` is a cluster, `"12.3"` a job.
+enum JobRef {
+    Cluster(u32),
+    Job(JobId),
+}
+
+fn parse_job_ref(text: &str) -> Result<JobRef, ApiError> {
+    let bad = || ApiError::bad_request(format!("`{text}` is not a job id (C or C.P)"));
+    match text.split_once('.') {
+        Some(_) => text.parse::<JobId>().map(JobRef::Job).map_err(|_| bad()),
+        None => text.parse::<u32>().map(JobRef::Cluster).map_err(|_| bad()),
+    }
+}
+
+/// A command's selector: the named ids, clusters and owners, the
+/// constraint and `all` are alternatives (their union).
+fn action_selector(sel: &JobSelector) -> Result<Selector, ApiError> {
+    let mut parts = Vec::new();
+    let mut jobs = Vec::new();
+    for j in &sel.jobs {
+        match parse_job_ref(j)? {
+            JobRef::Cluster(c) => parts.push(Selector::Cluster(c)),
+            JobRef::Job(id) => jobs.push(id),
+        }
+    }
+    if !jobs.is_empty() {
+        parts.insert(0, Selector::Jobs(jobs));
+    }
+    for o in &sel.owners {
+        parts.push(Selector::Owner(o.clone()));
+    }
+    if let Some(c) = parse_constraint(sel.constraint.as_deref())? {
+        parts.push(Selector::Constraint(c));
+    }
+    if sel.all {
+        parts.push(Selector::All);
+    }
+    match parts.len() {
+        0 => Err(ApiError::bad_request(
+            "no jobs named: give job ids, owners, a constraint or all",
+        )),
+        1 => Ok(parts.remove(0)),
+        _ => Ok(Selector::Union(parts)),
+    }
+}
+
+/// A query's filter: the named ids, clusters and owners are alternatives,
+/// and the constraint must hold as well.
+fn query_filter(sel: &JobSelector) -> Result<JobFilter, ApiError> {
+    let mut f = JobFilter::default();
+    for j in &sel.jobs {
+        match parse_job_ref(j)? {
+            JobRef::Cluster(c) => f.clusters.push(c),
+            JobRef::Job(id) => f.ids.push(id),
+        }
+    }
+    f.owners = sel.owners.clone();
+    f.constraint = parse_constraint(sel.constraint.as_deref())?;
+    Ok(f)
+}
+
+async fn new_cluster(
+    State(st): State<Shared>,
+    Json(_): Json<NewCluster>,
+) -> Result<Json<NewClusterReply>, ApiError> {
+    let cluster = with_schedd(&st, |s| s.new_cluster(now_secs())).await?;
+    Ok(Json(NewClusterReply { cluster }))
+}
+
+async fn submit(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<Submit>,
+) -> Result<Json<SubmitReply>, ApiError> {
+    let mut jobs = Vec::with_capacity(req.jobs.len());
+    for (i, text) in req.jobs.iter().enumerate() {
+        jobs.push(
+            classad::parse_ad(text)
+                .map_err(|e| ApiError::bad_request(format!("job ad {i}: {e}")))?,
+        );
+    }
+    let owner = caller.identity.user.clone();
+    let cluster = req.cluster;
+    let n = with_schedd(&st, move |s| s.submit(&owner, cluster, jobs, now_secs())).await?;
+    tracing::info!(
+        "{} submitted {n} job(s) in cluster {cluster}",
+        caller.identity
+    );
+    st.changed.notify_one();
+    Ok(Json(SubmitReply {
+        cluster,
+        jobs: u32::try_from(n).unwrap_or(u32::MAX),
+    }))
+}
+
+async fn query(
+    State(st): State<Shared>,
+    Json(q): Json<JobQuery>,
+) -> Result<Json<JobQueryReply>, ApiError> {
+    let filter = query_filter(&q.selector)?;
+    let (ads, status_counts) = with_schedd(&st, move |s| {
+        let mut ads = s.query(&filter, &q.projection, now_secs());
+        if let Some(n) = q.limit {
+            ads.truncate(n);
+        }
+        Ok((ads, s.status_counts()))
+    })
+    .await?;
+    Ok(Json(JobQueryReply { ads, status_counts }))
+}
+
+async fn history(
+    State(st): State<Shared>,
+    Json(q): Json<JobQuery>,
+) -> Result<Json<JobQueryReply>, ApiError> {
+    let filter = query_filter(&q.selector)?;
+    let ads = with_schedd(&st, move |s| {
+        s.history(&filter, &q.projection, q.limit, now_secs())
+    })
+    .await?;
+    Ok(Json(JobQueryReply {
+        ads,
+        status_counts: Vec::new(),
+    }))
+}
+
+async fn act(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<JobAction>,
+) -> Result<Json<JobActionReply>, ApiError> {
+    let sel = action_selector(&req.selector)?;
+    let who = actor(&caller);
+    let action = match req.action {
+        JobActionKind::Hold => Action::Hold,
+        JobActionKind::Release => Action::Release,
+        JobActionKind::Remove => Action::Remove,
+        JobActionKind::RemoveForce => Action::RemoveForce,
+    };
+    let reason = req.reason.clone();
+    let report = with_schedd(&st, move |s| {
+        s.act(action, &sel, &who, reason.as_deref(), now_secs())
+    })
+    .await;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(
+                "{:?} by {} refused: {}",
+                req.action,
+                caller.identity,
+                e.0.message
+            );
+            return Err(e);
+        }
+    };
+    let done = report.done();
+    if !done.is_empty() {
+        tracing::info!(
+            "{:?} of {} job(s) by {}",
+            req.action,
+            done.len(),
+            caller.identity
+        );
+        st.changed.notify_one();
+    }
+    Ok(Json(JobActionReply {
+        outcomes: done
+            .iter()
+            .map(|id| JobOutcome {
+                job: id.to_string(),
+                done: true,
+                message: None,
+            })
+            .collect(),
+        messages: report.lines(),
+        all_done: report.all_done(),
+    }))
+}
+
+async fn set_attribute(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<SetAttribute>,
+) -> Result<Json<JobActionReply>, ApiError> {
+    let sel = action_selector(&req.selector)?;
+    let who = actor(&caller);
+    let (name, value) = (req.name.clone(), req.value.clone());
+    let n = with_schedd(&st, move |s| {
+        s.set_attr(&sel, &who, &name, &value, now_secs())
+    })
+    .await?;
+    tracing::info!("{} set {} in {n} job(s)", caller.identity, req.name);
+    Ok(Json(JobActionReply {
+        outcomes: Vec::new(),
+        messages: vec![format!("Set attribute \"{}\" for {n} job(s).", req.name)],
+        all_done: n > 0,
+    }))
+}
+
+fn expr_knob(ctx: &DaemonContext, name: &str) -> anyhow::Result<Option<Expr>> {
+    match ctx.knob(name)? {
+        None => Ok(None),
+        Some(text) if text.trim().is_empty() => Ok(None),
+        Some(text) => classad::parse_expr(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{name} = {text}: not a ClassAd expression: {e}")),
+    }
+}
+
+fn system_policy(ctx: &DaemonContext) -> anyhow::Result<SystemPolicy> {
+    Ok(SystemPolicy {
+        periodic_hold: expr_knob(ctx, "SYSTEM_PERIODIC_HOLD")?,
+        periodic_hold_reason: expr_knob(ctx, "SYSTEM_PERIODIC_HOLD_REASON")?,
+        periodic_hold_subcode: expr_knob(ctx, "SYSTEM_PERIODIC_HOLD_SUBCODE")?,
+        periodic_release: expr_knob(ctx, "SYSTEM_PERIODIC_RELEASE")?,
+        periodic_release_reason: expr_knob(ctx, "SYSTEM_PERIODIC_RELEASE_REASON")?,
+        periodic_remove: expr_knob(ctx, "SYSTEM_PERIODIC_REMOVE")?,
+        periodic_remove_reason: expr_knob(ctx, "SYSTEM_PERIODIC_REMOVE_REASON")?,
+    })
+}
+
+fn usize_knob(ctx: &DaemonContext, name: &str) -> anyhow::Result<Option<usize>> {
+    match ctx.knob(name)? {
+        None => Ok(None),
+        Some(t) => t
+            .trim()
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("{name} = {t}: not a whole number")),
+    }
+}
+
+/// Where the queue is kept.
+pub fn queue_path(ctx: &DaemonContext) -> anyhow::Result<PathBuf> {
+    if let Some(p) = ctx.knob("JOB_QUEUE_DB")? {
+        return Ok(PathBuf::from(p));
+    }
+    let spool = ctx
+        .knob("SPOOL")?
+        .context("SPOOL is not defined: the schedd keeps its queue there")?;
+    Ok(PathBuf::from(spool).join("job_queue.db"))
+}
+
+fn counts_ads(
+    schedd: &Schedd,
+    name: &str,
+    uid_domain: &str,
+    addr: &str,
+    start: i64,
+) -> (ClassAd, BTreeMap<String, ClassAd>) {
+    let counts = schedd.queue().submitter_counts();
+    let mut ad = ClassAd::new();
+    ad.insert_value("MyType", "Scheduler");
+    ad.insert_value("Name", name);
+    ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
+    ad.insert_value("MyAddress", addr);
+    ad.insert_value("ScheddIpAddr", addr);
+    ad.insert_value("DaemonStartTime", start);
+    ad.insert_value("UidDomain", uid_domain);
+    ad.insert_value(
+        "CondorVersion",
+        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
+    );
+    let total = |f: fn(&skua_queue::SubmitterCounts) -> u64| -> i64 {
+        counts.values().map(f).sum::<u64>() as i64
+    };
+    ad.insert_value("TotalIdleJobs", total(|c| c.idle));
+    ad.insert_value("TotalRunningJobs", total(|c| c.running));
+    ad.insert_value("TotalHeldJobs", total(|c| c.held));
+    ad.insert_value("TotalRemovedJobs", total(|c| c.removed));
+    ad.insert_value("TotalJobAds", schedd.queue().len() as i64);
+    ad.insert_value("NumUsers", counts.len() as i64);
+    let mut submitters = BTreeMap::new();
+    for (owner, c) in &counts {
+        if owner.is_empty() {
+            continue;
+        }
+        let sub_name = format!("{owner}@{uid_domain}");
+        let mut s = ClassAd::new();
+        s.insert_value("MyType", "Submitter");
+        s.insert_value("Name", sub_name.as_str());
+        s.insert_value("Owner", owner.as_str());
+        s.insert_value("ScheddName", name);
+        s.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
+        s.insert_value("MyAddress", addr);
+        s.insert_value("ScheddIpAddr", addr);
+        s.insert_value("IdleJobs", c.idle as i64);
+        s.insert_value("RunningJobs", c.running as i64);
+        s.insert_value("HeldJobs", c.held as i64);
+        s.insert_value("SuspendedJobs", c.suspended as i64);
+        s.insert_value("WeightedIdleJobs", c.idle as i64);
+        s.insert_value("WeightedRunningJobs", c.running as i64);
+        submitters.insert(sub_name, s);
+    }
+    (ad, submitters)
+}
+
+/// Runs the schedd until `shutdown` turns true.
+pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let path = queue_path(&ctx)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let tcp = ctx.tcp_listener(0).await.context("schedd")?;
+    let sock = ctx.socket_path()?;
+    let unix = Listener::unix(&sock)
+        .await
+        .context("schedd: binding its Unix socket")?;
+
+    let mut settings = ScheddSettings {
+        system_policy: system_policy(&ctx)?,
+        max_jobs_per_submission: usize_knob(&ctx, "MAX_JOBS_PER_SUBMISSION")?,
+        history_max_jobs: usize_knob(&ctx, "HISTORY_MAX_JOBS")?,
+        ..ScheddSettings::default()
+    };
+    let started = std::time::Instant::now();
+    // The address is known once the listener is up; the schedd is opened
+    // first so that a broken queue stops the daemon before it listens.
+    let schedd = tokio::task::spawn_blocking({
+        let path = path.clone();
+        let settings = settings.clone();
+        move || Schedd::open(&path, settings)
+    })
+    .await
+    .context("schedd: recovery task")?
+    .with_context(|| format!("schedd: recovering the job queue from {}", path.display()))?;
+    tracing::info!(
+        "job queue recovered from {}: {} job(s) in {:?}",
+        path.display(),
+        schedd.queue().len(),
+        started.elapsed()
+    );
+    let shared = Shared {
+        schedd: Arc::new(Mutex::new(schedd)),
+        changed: Arc::new(Notify::new()),
+    };
+    let routes = Routes::new()
+        .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
+        .command(&routes::SCHEDD_SUBMIT, post(submit))
+        .command(&routes::SCHEDD_QUERY, post(query))
+        .command(&routes::SCHEDD_HISTORY, post(history))
+        .command(&routes::SCHEDD_ACT, post(act))
+        .command(&routes::SCHEDD_SET_ATTRIBUTE, post(set_attribute))
+        .with_state(shared.clone());
+    let server = Server::new(ctx.server_config(), routes).context("schedd: server setup")?;
+    let handle = server.spawn(vec![tcp, unix]);
+    let addr = handle.local_addr().context("schedd: no TCP address")?;
+    let sinful = format!("<{addr}>");
+    settings.submit_host = sinful.clone();
+    {
+        let mut s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
+        s.set_submit_host(&sinful);
+    }
+    let addr_file = ctx.address_file()?;
+    skua_daemon::write_address_file(&addr_file, addr)?;
+    tracing::info!("schedd listening on {addr} and {}", sock.display());
+
+    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into());
+    let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
+    let start = now_secs();
+    let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
+        &ctx.config,
+        "PERIODIC_EXPR_INTERVAL",
+        60,
+    )?);
+    let mut periodic_tick = tokio::time::interval(periodic.max(Duration::from_secs(1)));
+    periodic_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut advertise_tick = tokio::time::interval(ctx.update_interval);
+    let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
+    let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
+    loop {
+        let mut advertise_now = false;
+        tokio::select! {
+            _ = periodic_tick.tick(), if !periodic.is_zero() => {
+                let st = shared.clone();
+                match with_schedd(&st, |s| s.periodic(now_secs())).await {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!("periodic policy: {n} change(s)");
+                        advertise_now = true;
+                    }
+                    Err(e) => tracing::error!("periodic policy: {}", e.0.message),
+                }
+            }
+            _ = advertise_tick.tick() => advertise_now = true,
+            _ = shared.changed.notified() => advertise_now = true,
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() { break; }
+            }
+        }
+        if advertise_now {
+            let (ad, submitters) = {
+                let s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
+                counts_ads(&s, &name, &ctx.uid_domain, &sinful, start)
+            };
+            if let Err(e) = scheduler_adv.send(&ad).await {
+                tracing::debug!("advertising the Scheduler ad: {e}");
+            }
+            for (sub_name, sub_ad) in &submitters {
+                if let Ok(adv) = Advertiser::new(&ctx, "Submitter", sub_name) {
+                    if let Err(e) = adv.send(sub_ad).await {
+                        tracing::debug!("advertising Submitter {sub_name}: {e}");
+                    }
+                }
+            }
+            for gone in advertised.keys().filter(|n| !submitters.contains_key(*n)) {
+                if let Ok(adv) = Advertiser::new(&ctx, "Submitter", gone) {
+                    let _ = adv.invalidate().await;
+                }
+            }
+            advertised = submitters.into_keys().map(|k| (k, ())).collect();
+        }
+    }
+    tracing::info!("schedd shutting down");
+    let _ = scheduler_adv.invalidate().await;
+    for gone in advertised.keys() {
+        if let Ok(adv) = Advertiser::new(&ctx, "Submitter", gone) {
+            let _ = adv.invalidate().await;
+        }
+    }
+    let _ = std::fs::remove_file(&addr_file);
+    handle.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! The schedd: the user's agent. It keeps the job queue (decided by the
+//! `skua-queue` core, persisted by [`store`]) and answers the queue tools.
+//!
+//! - [`store`]: the durable queue and history in SQLite.
+//! - [`schedd`]: decide, commit, apply, tell (synchronous).
+//! - [`userlog`]: appending job events to users' logs.
+//! - [`daemon`]: the network shell (`skuad schedd`).
+
+pub mod daemon;
+pub mod schedd;
+pub mod store;
+pub mod userlog;
+
+pub use schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};

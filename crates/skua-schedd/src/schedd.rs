@@ -1,0 +1,476 @@
+//! The schedd's state and its one rule: decide (the `skua-queue` core),
+//! commit (the [`Store`]), then apply and tell.
+//!
+//! Every change goes through [`Schedd::commit`]: the core plans a
+//! transaction from the in-memory queue, the transaction is applied in
+//! memory, the rows it touched are written to SQLite in one transaction,
+//! and only then are user-log events written and the caller answered. If
+//! the store refuses, the in-memory queue is reloaded from the store, so
+//! memory never runs ahead of the disk.
+//!
+//! Synchronous on purpose: the daemon calls it from a blocking task, and
+//! tests call it directly with a temporary store and simulated time.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use classad::{ClassAd, EvalOptions, Evaluator, Expr};
+use skua_queue::{
+    Action, ActionReport, Actor, JobId, Mutation, Queue, QueueError, Selector, SystemPolicy, Txn,
+};
+
+use crate::store::{Changes, HistoryRow, Store, StoreError};
+use crate::userlog::UserLogWriter;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheddError {
+    /// The core refused (not found, permission, bad request, conflict).
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// The store failed; nothing was changed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The request itself is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+/// Settings the schedd reads from its configuration.
+#[derive(Clone, Debug, Default)]
+pub struct ScheddSettings {
+    /// The address written in "Job submitted from host" (`<ip:port>`).
+    pub submit_host: String,
+    /// `SYSTEM_PERIODIC_*`.
+    pub system_policy: SystemPolicy,
+    /// `MAX_JOBS_PER_SUBMISSION`: a larger cluster is refused.
+    pub max_jobs_per_submission: Option<usize>,
+    /// `HISTORY_MAX_JOBS` (rows kept in the history; `None`: unlimited).
+    pub history_max_jobs: Option<usize>,
+    /// The local time zone's offset from UTC at a given time, for the
+    /// user log's time stamps.
+    pub utc_offset: Option<fn(i64) -> i32>,
+}
+
+/// The schedd.
+pub struct Schedd {
+    queue: Queue,
+    store: Store,
+    ev: Evaluator,
+    settings: ScheddSettings,
+    userlog: UserLogWriter,
+}
+
+impl std::fmt::Debug for Schedd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schedd")
+            .field("store", &self.store)
+            .field("jobs", &self.queue.len())
+            .finish()
+    }
+}
+
+fn parse_stored(text: &str, what: &str, path: &Path) -> Result<ClassAd, StoreError> {
+    classad::parse_ad(text).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        what: format!("{what}: {e}"),
+    })
+}
+
+/// The ad's own attributes (not those it shows through its chain), as
+/// canonical text: what a job row stores.
+fn own_text(ad: &ClassAd) -> String {
+    let mut own = ClassAd::new();
+    for (name, expr) in ad.iter() {
+        own.insert(name.clone(), expr.clone());
+    }
+    classad::unparse_ad(&own)
+}
+
+impl Schedd {
+    /// Opens the store at `path` and recovers the queue from it.
+    pub fn open(path: &Path, settings: ScheddSettings) -> Result<Schedd, ScheddError> {
+        let store = Store::open(path)?;
+        let queue = Self::recover(&store)?;
+        let userlog = UserLogWriter::new(settings.utc_offset);
+        Ok(Schedd {
+            queue,
+            store,
+            ev: Evaluator::new(EvalOptions::default()),
+            settings,
+            userlog,
+        })
+    }
+
+    fn recover(store: &Store) -> Result<Queue, StoreError> {
+        let snap = store.load()?;
+        let path = store.path().to_path_buf();
+        let mut queue = Queue::new();
+        for (c, text) in &snap.clusters {
+            queue.load_cluster(*c, parse_stored(text, &format!("cluster {c}"), &path)?);
+        }
+        for (c, p, text) in &snap.jobs {
+            queue.load_job(
+                JobId::new(*c, *p),
+                parse_stored(text, &format!("job {c}.{p}"), &path)?,
+            );
+        }
+        let highest = snap.clusters.iter().map(|(c, _)| *c).max().unwrap_or(0);
+        queue.set_next_cluster_id(snap.next_cluster.max(highest.saturating_add(1)));
+        Ok(queue)
+    }
+
+    /// Sets the address written in "Job submitted from host".
+    pub fn set_submit_host(&mut self, host: &str) {
+        self.settings.submit_host = host.to_string();
+    }
+
+    /// The in-memory queue (read-only).
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// The store's file.
+    pub fn store_path(&self) -> PathBuf {
+        self.store.path().to_path_buf()
+    }
+
+    /// An evaluator set to `now`.
+    pub fn evaluator(&mut self, now: i64) -> &mut Evaluator {
+        let mut opts = self.ev.options().clone();
+        opts.now = now as f64;
+        self.ev.set_options(opts);
+        &mut self.ev
+    }
+
+    /// Applies `txn` in memory and in the store, then writes its events.
+    pub fn commit(&mut self, txn: Txn, now: i64) -> Result<(), ScheddError> {
+        if txn.is_empty() {
+            return Ok(());
+        }
+        let log_paths: Vec<(JobId, Option<String>)> = txn
+            .events
+            .iter()
+            .map(|(id, _)| (*id, self.queue.job(*id).and_then(|a| str_of(a, "UserLog"))))
+            .collect();
+        // Apply in memory, catching each job that leaves for the history
+        // in its final state (after the transaction's earlier mutations).
+        let mut history = Vec::new();
+        let mut start = 0;
+        let mut applied = Ok(());
+        for (i, m) in txn.mutations.iter().enumerate() {
+            if let Mutation::DestroyJob { id, history: true } = m {
+                applied = self.queue.apply(&txn.mutations[start..i]);
+                if applied.is_err() {
+                    break;
+                }
+                start = i;
+                if let Some(ad) = self.queue.job(*id) {
+                    history.push(history_row(*id, ad, now));
+                }
+            }
+        }
+        if applied.is_ok() {
+            applied = self.queue.apply(&txn.mutations[start..]);
+        }
+        if let Err(e) = applied {
+            // part of the transaction may be applied: back to the store's
+            // state, which nothing of this transaction has reached
+            self.reload();
+            return Err(e.into());
+        }
+        let changes = self.changes_for(&txn.mutations, history);
+        if let Err(e) = self.store.commit(&changes) {
+            tracing::error!("commit failed, reloading the queue from the store: {e}");
+            self.reload();
+            return Err(e.into());
+        }
+        // Events go to each job's log once the change is durable; a job
+        // that just arrived learns its log path now.
+        for ((id, event), (_, before)) in txn.events.iter().zip(log_paths) {
+            let path = before.or_else(|| self.queue.job(*id).and_then(|a| str_of(a, "UserLog")));
+            if let Some(path) = path {
+                self.userlog.write(Path::new(&path), *id, event, now);
+            }
+        }
+        if let Some(max) = self.settings.history_max_jobs {
+            if !changes.history.is_empty() {
+                if let Err(e) = self.store.trim_history(max) {
+                    tracing::warn!("trimming the history: {e}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Back to the store's state.
+    fn reload(&mut self) {
+        match Self::recover(&self.store) {
+            Ok(q) => self.queue = q,
+            Err(e) => tracing::error!("reloading the queue from the store failed: {e}"),
+        }
+    }
+
+    /// The rows the mutations touched, read from the queue after applying.
+    fn changes_for(&self, mutations: &[Mutation], history: Vec<HistoryRow>) -> Changes {
+        let mut changes = Changes {
+            history,
+            ..Changes::default()
+        };
+        let mut jobs = BTreeSet::new();
+        let mut clusters = BTreeSet::new();
+        let mut gone_jobs = BTreeSet::new();
+        let mut gone_clusters = BTreeSet::new();
+        for m in mutations {
+            match m {
+                Mutation::NewCluster { cluster, .. } => {
+                    clusters.insert(*cluster);
+                    gone_clusters.remove(cluster);
+                }
+                Mutation::NewJob { id, .. }
+                | Mutation::SetAttr { id, .. }
+                | Mutation::DeleteAttr { id, .. } => {
+                    jobs.insert(*id);
+                    gone_jobs.remove(id);
+                }
+                Mutation::DestroyJob { id, .. } => {
+                    jobs.remove(id);
+                    gone_jobs.insert(*id);
+                }
+                Mutation::DestroyCluster { cluster } => {
+                    clusters.remove(cluster);
+                    gone_clusters.insert(*cluster);
+                }
+                Mutation::SetNextClusterId(n) => changes.next_cluster = Some(*n),
+            }
+        }
+        for c in clusters {
+            if let Some(ad) = self.queue.cluster_ad(c) {
+                changes.put_clusters.push((c, classad::unparse_ad(ad)));
+            }
+        }
+        for id in jobs {
+            if let Some(ad) = self.queue.job(id) {
+                changes.put_jobs.push((id.cluster, id.proc, own_text(ad)));
+            }
+        }
+        changes.delete_jobs = gone_jobs.into_iter().map(|i| (i.cluster, i.proc)).collect();
+        changes.delete_clusters = gone_clusters.into_iter().collect();
+        changes
+    }
+
+    /// Reserves a cluster id for a submission.
+    pub fn new_cluster(&mut self, now: i64) -> Result<u32, ScheddError> {
+        let id = self.queue.next_cluster_id();
+        let txn = self.queue.reserve_cluster_id();
+        self.commit(txn, now)?;
+        Ok(id)
+    }
+
+    /// Queues one cluster of complete job ads, all or nothing.
+    pub fn submit(
+        &mut self,
+        owner: &str,
+        cluster: u32,
+        jobs: Vec<ClassAd>,
+        now: i64,
+    ) -> Result<usize, ScheddError> {
+        if jobs.is_empty() {
+            return Err(ScheddError::BadRequest(
+                "a submission needs at least one job".into(),
+            ));
+        }
+        if let Some(max) = self.settings.max_jobs_per_submission {
+            if jobs.len() > max {
+                return Err(ScheddError::BadRequest(format!(
+                    "{} jobs in one submission, more than MAX_JOBS_PER_SUBMISSION ({max})",
+                    jobs.len()
+                )));
+            }
+        }
+        let n = jobs.len();
+        let txn = self
+            .queue
+            .plan_submit(cluster, jobs, owner, now, &self.settings.submit_host)?;
+        self.commit(txn, now)?;
+        Ok(n)
+    }
+
+    /// Hold, release or remove.
+    pub fn act(
+        &mut self,
+        action: Action,
+        sel: &Selector,
+        who: &Actor,
+        reason: Option<&str>,
+        now: i64,
+    ) -> Result<ActionReport, ScheddError> {
+        let (txn, report) = self.queue.plan_action(action, sel, who, now, reason)?;
+        self.commit(txn, now)?;
+        Ok(report)
+    }
+
+    /// `qedit`: sets an attribute in the selected jobs; returns how many.
+    pub fn set_attr(
+        &mut self,
+        sel: &Selector,
+        who: &Actor,
+        name: &str,
+        value: &str,
+        now: i64,
+    ) -> Result<usize, ScheddError> {
+        let (txn, n) = self.queue.plan_set_attr(sel, who, name, value, now)?;
+        self.commit(txn, now)?;
+        Ok(n)
+    }
+
+    /// Evaluates the periodic policy of every job; returns how many
+    /// mutations it committed.
+    pub fn periodic(&mut self, now: i64) -> Result<usize, ScheddError> {
+        let policy = self.settings.system_policy.clone();
+        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
+        let mut opts = ev.options().clone();
+        opts.now = now as f64;
+        ev.set_options(opts);
+        let txn = self.queue.plan_periodic(&mut ev, now, &policy);
+        self.ev = ev;
+        let n = txn.mutations.len();
+        self.commit(txn, now)?;
+        Ok(n)
+    }
+
+    /// Jobs matching `filter`, projected, in job-id order.
+    pub fn query(&mut self, filter: &JobFilter, projection: &[String], now: i64) -> Vec<String> {
+        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
+        let mut opts = ev.options().clone();
+        opts.now = now as f64;
+        ev.set_options(opts);
+        let out = self
+            .queue
+            .jobs()
+            .filter(|(id, ad)| filter.matches(*id, ad, &mut ev))
+            .map(|(_, ad)| project(ad, projection))
+            .collect();
+        self.ev = ev;
+        out
+    }
+
+    /// Every job in the queue by `JobStatus` code (index 0..=7).
+    pub fn status_counts(&self) -> Vec<u64> {
+        let mut counts = vec![0u64; 8];
+        for (id, _) in self.queue.jobs() {
+            if let Some(st) = self.queue.status(id) {
+                if let Some(c) = counts.get_mut(st.code() as usize) {
+                    *c += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    /// History ads, newest first, matching `filter`, at most `limit`.
+    pub fn history(
+        &mut self,
+        filter: &JobFilter,
+        projection: &[String],
+        limit: Option<usize>,
+        now: i64,
+    ) -> Result<Vec<String>, ScheddError> {
+        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
+        let mut opts = ev.options().clone();
+        opts.now = now as f64;
+        ev.set_options(opts);
+        let mut out = Vec::new();
+        let limit = limit.unwrap_or(usize::MAX);
+        let result = self.store.history(|row| {
+            if out.len() >= limit {
+                return false;
+            }
+            let Ok(ad) = classad::parse_ad(&row.ad) else {
+                tracing::warn!("history row of {}.{} does not parse", row.cluster, row.proc);
+                return true;
+            };
+            if !filter.matches(JobId::new(row.cluster, row.proc), &ad, &mut ev) {
+                return true;
+            }
+            out.push(project(&ad, projection));
+            out.len() < limit
+        });
+        self.ev = ev;
+        result?;
+        Ok(out)
+    }
+}
+
+/// Which jobs a query selects: every part given must hold; the ids,
+/// clusters and owners are alternatives among themselves.
+#[derive(Clone, Debug, Default)]
+pub struct JobFilter {
+    /// `C.P` ids and whole clusters.
+    pub ids: Vec<JobId>,
+    /// Whole clusters.
+    pub clusters: Vec<u32>,
+    /// Owners.
+    pub owners: Vec<String>,
+    /// A constraint evaluated in each job ad.
+    pub constraint: Option<Expr>,
+}
+
+impl JobFilter {
+    /// True when `ad` (job `id`) is selected.
+    pub fn matches(&self, id: JobId, ad: &ClassAd, ev: &mut Evaluator) -> bool {
+        let named = self.ids.is_empty() && self.clusters.is_empty() && self.owners.is_empty();
+        if !named
+            && !self.ids.contains(&id)
+            && !self.clusters.contains(&id.cluster)
+            && !str_of(ad, "Owner").is_some_and(|o| self.owners.iter().any(|w| *w == o))
+        {
+            return false;
+        }
+        match &self.constraint {
+            Some(c) => ev.eval(c, Some(ad), None).is_true(),
+            None => true,
+        }
+    }
+}
+
+fn history_row(id: JobId, ad: &ClassAd, now: i64) -> HistoryRow {
+    let flat = ad.flatten();
+    HistoryRow {
+        cluster: id.cluster,
+        proc: id.proc,
+        owner: str_of(&flat, "Owner").unwrap_or_default(),
+        completion: int_of(&flat, "CompletionDate")
+            .filter(|t| *t > 0)
+            .unwrap_or(now),
+        ad: classad::unparse_ad(&flat),
+    }
+}
+
+/// The ad (merged with its cluster ad) or only the named attributes of it.
+fn project(ad: &ClassAd, projection: &[String]) -> String {
+    if projection.is_empty() {
+        return classad::unparse_ad(&ad.flatten());
+    }
+    let mut out = ClassAd::new();
+    for name in projection {
+        if let Some(e) = ad.lookup(name) {
+            out.insert(name.as_str(), e.clone());
+        }
+    }
+    classad::unparse_ad(&out)
+}
+
+fn str_of(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.lookup(name) {
+        Some(Expr::Lit(v)) => v.as_string(),
+        _ => None,
+    }
+}
+
+fn int_of(ad: &ClassAd, name: &str) -> Option<i64> {
+    match ad.lookup(name) {
+        Some(Expr::Lit(v)) => v.as_int(),
+        _ => None,
+    }
+}

@@ -1,0 +1,63 @@
+//! Writing job event logs (HTCondor's "user log", `log = file` in the
+//! submit file). The text of each event is the core's
+//! (`skua_queue::userlog`); this is the edge that appends it to the file.
+//!
+//! Each event is one `write` on a file opened for appending, so events of
+//! several writers do not interleave. A log that cannot be written is
+//! reported in the schedd's log and never stops the queue.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use skua_queue::{JobId, UserLogEvent};
+
+/// Appends events to user logs.
+#[derive(Clone, Debug)]
+pub struct UserLogWriter {
+    utc_offset: Option<fn(i64) -> i32>,
+}
+
+/// The local time zone's offset from UTC (seconds east) at `t`.
+pub fn local_utc_offset(t: i64) -> i32 {
+    use chrono::TimeZone as _;
+    chrono::Local
+        .timestamp_opt(t, 0)
+        .single()
+        .map(|d| d.offset().local_minus_utc())
+        .unwrap_or(0)
+}
+
+impl UserLogWriter {
+    /// A writer stamping events in the time zone `utc_offset` gives (the
+    /// host's local time when `None`, as HTCondor does).
+    pub fn new(utc_offset: Option<fn(i64) -> i32>) -> UserLogWriter {
+        UserLogWriter { utc_offset }
+    }
+
+    /// The event's text as it goes into the log.
+    pub fn text(&self, id: JobId, event: &UserLogEvent, now: i64) -> String {
+        skua_queue::userlog::format_event(
+            event,
+            id,
+            now,
+            self.utc_offset.unwrap_or(local_utc_offset),
+            &skua_queue::userlog::FormatOptions::default(),
+        )
+    }
+
+    /// Appends one event; failures are logged.
+    pub fn write(&self, path: &Path, id: JobId, event: &UserLogEvent, now: i64) {
+        let text = self.text(id, event, now);
+        let result = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = result {
+            tracing::warn!(
+                "job {id}: cannot write its event log {}: {e}",
+                path.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The schedd's state over a real SQLite store, with simulated time: what
+//! is acknowledged survives a reopen, changes reach the history and the
+//! user log, and refused changes leave no trace.
+
+use std::path::Path;
+
+use classad::ClassAd;
+use skua_queue::{Action, Actor, JobId, Selector};
+use skua_schedd::{JobFilter, Schedd, ScheddSettings};
+
+const T0: i64 = 1_795_262_400; // 2026-11-21 12:00:00 UTC
+
+fn utc(_: i64) -> i32 {
+    0
+}
+
+fn settings() -> ScheddSettings {
+    ScheddSettings {
+        submit_host: "<127.0.0.1:9618>".into(),
+        utc_offset: Some(utc),
+        ..ScheddSettings::default()
+    }
+}
+
+fn open(dir: &Path) -> Schedd {
+    Schedd::open(&dir.join("job_queue.db"), settings()).unwrap()
+}
+
+fn job(proc: u32, extra: &str, log: Option<&Path>) -> ClassAd {
+    let log = log
+        .map(|p| format!("UserLog = \"{}\";", p.display()))
+        .unwrap_or_default();
+    classad::parse_ad(&format!(
+        "[ Cmd = \"/bin/sleep\"; Args = \"60\"; JobStatus = 1; ProcId = {proc}; JobUniverse = 5; \
+           RequestMemory = 128; Iwd = \"/tmp\"; {log} {extra} ]"
+    ))
+    .unwrap()
+}
+
+fn submit(s: &mut Schedd, owner: &str, n: u32, extra: &str, log: Option<&Path>) -> u32 {
+    let c = s.new_cluster(T0).unwrap();
+    let jobs = (0..n).map(|p| job(p, extra, log)).collect();
+    assert_eq!(s.submit(owner, c, jobs, T0).unwrap(), n as usize);
+    c
+}
+
+fn status(s: &Schedd, id: JobId) -> Option<i64> {
+    s.queue()
+        .job(id)
+        .and_then(|ad| match ad.lookup("JobStatus") {
+            Some(classad::Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        })
+}
+
+fn attr(s: &mut Schedd, id: JobId, name: &str) -> Option<String> {
+    let filter = JobFilter {
+        ids: vec![id],
+        ..JobFilter::default()
+    };
+    let ads = s.query(&filter, &[name.to_string()], T0);
+    let ad = classad::parse_ad(ads.first()?).ok()?;
+    ad.lookup(name).map(classad::unparse)
+}
+
+#[test]
+fn a_submitted_cluster_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = {
+        let mut s = open(dir.path());
+        submit(&mut s, "ann", 3, "", None)
+    };
+    let mut s = open(dir.path());
+    assert_eq!(s.queue().len(), 3);
+    for p in 0..3 {
+        assert_eq!(status(&s, JobId::new(c, p)), Some(1));
+        assert_eq!(
+            attr(&mut s, JobId::new(c, p), "Owner").as_deref(),
+            Some("\"ann\"")
+        );
+        assert_eq!(
+            attr(&mut s, JobId::new(c, p), "ProcId").as_deref(),
+            Some(p.to_string().as_str())
+        );
+    }
+    // the next cluster id is not reused after a restart
+    let next = s.new_cluster(T0).unwrap();
+    assert!(next > c);
+}
+
+#[test]
+fn a_reserved_but_unsubmitted_cluster_id_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = {
+        let mut s = open(dir.path());
+        s.new_cluster(T0).unwrap()
+    };
+    let mut s = open(dir.path());
+    assert_eq!(s.queue().len(), 0);
+    assert!(s.new_cluster(T0).unwrap() > first);
+}
+
+#[test]
+fn submitting_into_an_unreserved_cluster_is_refused_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let e = s.submit("ann", 42, vec![job(0, "", None)], T0).unwrap_err();
+    assert!(e.to_string().contains("42"), "{e}");
+    drop(s);
+    assert_eq!(open(dir.path()).queue().len(), 0);
+}
+
+#[test]
+fn hold_release_remove_reach_the_store_the_history_and_the_user_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("job.log");
+    let mut s = open(dir.path());
+    let c = submit(&mut s, "ann", 2, "", Some(&log));
+    let ann = Actor::user("ann");
+    let j0 = JobId::new(c, 0);
+    let r = s
+        .act(
+            Action::Hold,
+            &Selector::Jobs(vec![j0]),
+            &ann,
+            Some("lunch"),
+            T0 + 10,
+        )
+        .unwrap();
+    assert_eq!(r.done(), vec![j0]);
+    assert_eq!(status(&s, j0), Some(5));
+    s.act(
+        Action::Release,
+        &Selector::Jobs(vec![j0]),
+        &ann,
+        None,
+        T0 + 20,
+    )
+    .unwrap();
+    assert_eq!(status(&s, j0), Some(1));
+    s.act(
+        Action::Remove,
+        &Selector::Cluster(c),
+        &ann,
+        Some("done"),
+        T0 + 30,
+    )
+    .unwrap();
+    drop(s);
+
+    let mut s = open(dir.path());
+    assert_eq!(s.queue().len(), 0, "removed idle jobs leave the queue");
+    let hist = s
+        .history(&JobFilter::default(), &[], None, T0 + 40)
+        .unwrap();
+    assert_eq!(hist.len(), 2);
+    let newest = classad::parse_ad(&hist[0]).unwrap();
+    assert_eq!(
+        newest.lookup("JobStatus").map(classad::unparse).as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        newest.lookup("Owner").map(classad::unparse).as_deref(),
+        Some("\"ann\"")
+    );
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let headers: Vec<&str> = text
+        .lines()
+        .filter(|l| l.len() > 4 && l.as_bytes()[3] == b' ' && l.starts_with('0'))
+        .map(|l| &l[..3])
+        .collect();
+    assert_eq!(
+        headers,
+        ["000", "000", "012", "013", "009", "009"],
+        "submit x2, held, released, aborted x2:\n{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "000 ({c:03}.000.000) 2026-11-21 12:00:00 Job submitted from host: <127.0.0.1:9618>"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("lunch"), "{text}");
+}
+
+#[test]
+fn another_users_job_is_refused_and_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let c = submit(&mut s, "ann", 1, "", None);
+    let j = JobId::new(c, 0);
+    let e = s
+        .act(
+            Action::Remove,
+            &Selector::Jobs(vec![j]),
+            &Actor::user("bob"),
+            None,
+            T0,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains(&j.to_string()), "{e}");
+    assert!(s
+        .set_attr(
+            &Selector::Jobs(vec![j]),
+            &Actor::user("bob"),
+            "JobPrio",
+            "5",
+            T0
+        )
+        .is_err());
+    drop(s);
+    let mut s = open(dir.path());
+    assert_eq!(status(&s, j), Some(1));
+    assert_eq!(attr(&mut s, j, "JobPrio"), None);
+    // an administrator may
+    s.act(
+        Action::Hold,
+        &Selector::Jobs(vec![j]),
+        &Actor::admin("root"),
+        None,
+        T0,
+    )
+    .unwrap();
+    assert_eq!(status(&s, j), Some(5));
+}
+
+#[test]
+fn periodic_remove_and_hold_fire_with_simulated_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let removed = submit(
+        &mut s,
+        "ann",
+        1,
+        "PeriodicRemove = time() > QDate + 100;",
+        None,
+    );
+    let held = submit(
+        &mut s,
+        "ann",
+        1,
+        "PeriodicHold = time() > QDate + 50; PeriodicHoldReason = \"too slow\"; PeriodicHoldSubCode = 7;",
+        None,
+    );
+    assert_eq!(s.periodic(T0 + 10).unwrap(), 0, "nothing due yet");
+    assert!(s.periodic(T0 + 60).unwrap() > 0);
+    let h = JobId::new(held, 0);
+    assert_eq!(status(&s, h), Some(5));
+    assert_eq!(attr(&mut s, h, "HoldReasonCode").as_deref(), Some("3"));
+    assert_eq!(attr(&mut s, h, "HoldReasonSubCode").as_deref(), Some("7"));
+    assert_eq!(
+        attr(&mut s, h, "HoldReason").as_deref(),
+        Some("\"too slow\"")
+    );
+    assert_eq!(status(&s, JobId::new(removed, 0)), Some(1));
+    s.periodic(T0 + 200).unwrap();
+    assert_eq!(s.queue().job(JobId::new(removed, 0)), None);
+    drop(s);
+    let mut s = open(dir.path());
+    let hist = s
+        .history(&JobFilter::default(), &["RemoveReason".into()], None, T0)
+        .unwrap();
+    assert_eq!(hist.len(), 1);
+    assert!(hist[0].contains("PeriodicRemove"), "{}", hist[0]);
+}
+
+#[test]
+fn qedit_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let c = submit(&mut s, "ann", 2, "", None);
+    let n = s
+        .set_attr(
+            &Selector::Cluster(c),
+            &Actor::user("ann"),
+            "JobPrio",
+            "10",
+            T0,
+        )
+        .unwrap();
+    assert_eq!(n, 2);
+    drop(s);
+    let mut s = open(dir.path());
+    assert_eq!(
+        attr(&mut s, JobId::new(c, 1), "JobPrio").as_deref(),
+        Some("10")
+    );
+}
+
+#[test]
+fn max_jobs_per_submission_refuses_a_larger_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Schedd::open(
+        &dir.path().join("q.db"),
+        ScheddSettings {
+            max_jobs_per_submission: Some(2),
+            ..settings()
+        },
+    )
+    .unwrap();
+    let c = s.new_cluster(T0).unwrap();
+    let e = s
+        .submit("ann", c, (0..3).map(|p| job(p, "", None)).collect(), T0)
+        .unwrap_err();
+    assert!(e.to_string().contains("MAX_JOBS_PER_SUBMISSION"), "{e}");
+    assert_eq!(s.queue().len(), 0);
+}
