@@ -197,7 +197,7 @@ impl PoolLayout {
 /// What may vary between personal pools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// `DAEMON_LIST`, starting with `MASTER`. Default `MASTER, COLLECTOR`
+    /// `DAEMON_LIST`, starting with `MASTER`. Default `MASTER, COLLECTOR, SCHEDD`
     /// (the other daemons join as they arrive).
     pub daemons: Vec<String>,
     /// `UPDATE_INTERVAL`, in seconds (> 0); default
@@ -218,7 +218,7 @@ pub struct PoolOptions {
 impl Default for PoolOptions {
     fn default() -> Self {
         PoolOptions {
-            daemons: vec!["MASTER".into(), "COLLECTOR".into()],
+            daemons: vec!["MASTER".into(), "COLLECTOR".into(), "SCHEDD".into()],
             update_interval: DEFAULT_UPDATE_INTERVAL,
             classad_lifetime: DEFAULT_CLASSAD_LIFETIME,
             skuad: None,

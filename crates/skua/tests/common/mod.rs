@@ -1,0 +1,158 @@
+//! The harness of the cross-process tests: a personal pool in a temporary
+//! directory, driven through the real binaries, every process stopped by
+//! PID at the end.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub const SKUA: &str = env!("CARGO_BIN_EXE_skua");
+pub const SKUAD: &str = env!("CARGO_BIN_EXE_skuad");
+
+pub struct Pool {
+    pub dir: PathBuf,
+    pub home: PathBuf,
+    pub master_pid: Option<i32>,
+    pub extra_env: Vec<(String, String)>,
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("skua-pool-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+pub fn kill(pid: i32, sig: &str) {
+    let _ = Command::new("kill").args([sig, &pid.to_string()]).output();
+}
+
+pub fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Pool {
+    pub fn new(name: &str, env: &[(&str, &str)]) -> Pool {
+        let base = scratch(name);
+        Pool {
+            dir: base.join("pool"),
+            home: base,
+            master_pid: None,
+            extra_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("skua_config")
+    }
+
+    pub fn skua(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(SKUA);
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("SKUA_CONFIG", self.config());
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c.output().expect("run skua")
+    }
+
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.skua(args);
+        assert!(
+            out.status.success(),
+            "skua {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.dir.join("log")) {
+            for e in entries.flatten() {
+                if let Ok(t) = std::fs::read_to_string(e.path()) {
+                    s.push_str(&format!("==== {}\n{}\n", e.path().display(), t));
+                }
+            }
+        }
+        s
+    }
+
+    pub fn start(&mut self) {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let out = self.ok(&["pool", "start", "--dir", &dir]);
+        let pid = out
+            .split("master pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no master pid in {out:?}"));
+        self.master_pid = Some(pid);
+    }
+
+    pub fn collector_pid(&self) -> Option<i32> {
+        let out = self.skua(&["status", "-master", "-af", "COLLECTOR_PID"]);
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    }
+
+    pub fn types(&self) -> String {
+        String::from_utf8_lossy(&self.skua(&["status", "-any", "-af", "MyType"]).stdout)
+            .into_owned()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let collector = self.collector_pid();
+        let _ = self.skua(&["pool", "stop", "--dir", &dir]);
+        for pid in [self.master_pid, collector].into_iter().flatten() {
+            if alive(pid) {
+                kill(pid, "-KILL");
+            }
+        }
+        // any other process of this pool (e.g. when a failed test left the
+        // configuration unreadable): found by the SKUA_CONFIG it runs with
+        let marker = format!("SKUA_CONFIG={}", self.config().display());
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for e in entries.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+                if environ.split(|b| *b == 0).any(|v| v == marker.as_bytes()) && alive(pid) {
+                    kill(pid, "-KILL");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+pub fn fast() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("_CONDOR_UPDATE_INTERVAL", "1"),
+        ("_CONDOR_CLASSAD_LIFETIME", "3"),
+        ("_CONDOR_MASTER_BACKOFF_CONSTANT", "0"),
+        ("_CONDOR_MASTER_BACKOFF_FACTOR", "1.0"),
+    ]
+}
+
