@@ -328,7 +328,8 @@ mod tests {
               Requirements = TARGET.Cpus >= RequestCpus; Rank = TARGET.Memory; Big = ProcId * 10]",
         )
         .unwrap();
-        let mut proc_ad = crate::parse_ad("[ProcId = 3; Cmd = \"/bin/true\"; Mine = RequestCpus + 1]").unwrap();
+        let mut proc_ad =
+            crate::parse_ad("[ProcId = 3; Cmd = \"/bin/true\"; Mine = RequestCpus + 1]").unwrap();
         proc_ad.chain_to(cluster.clone());
         (cluster, proc_ad)
     }
@@ -347,7 +348,16 @@ mod tests {
         let names: Vec<&str> = job.iter_chained().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
-            ["ProcId", "Cmd", "Mine", "Owner", "RequestCpus", "Requirements", "Rank", "Big"]
+            [
+                "ProcId",
+                "Cmd",
+                "Mine",
+                "Owner",
+                "RequestCpus",
+                "Requirements",
+                "Rank",
+                "Big"
+            ]
         );
         // removing an own attribute lets the parent's show through
         job.remove("cmd");
@@ -392,14 +402,19 @@ mod tests {
         let e = crate::parse_expr("RequestCpus * 2").unwrap();
         assert!(same(ev.eval(&e, Some(&job), None), crate::Value::Int(4)));
         let e = crate::parse_expr("MY[\"Owner\"]").unwrap();
-        assert!(same(ev.eval(&e, Some(&job), None), crate::Value::from("alice")));
-        let machine = crate::parse_ad(
-            "[Cpus = 4; Memory = 1024; Requirements = TARGET.Owner == \"alice\"]",
-        )
-        .unwrap();
+        assert!(same(
+            ev.eval(&e, Some(&job), None),
+            crate::Value::from("alice")
+        ));
+        let machine =
+            crate::parse_ad("[Cpus = 4; Memory = 1024; Requirements = TARGET.Owner == \"alice\"]")
+                .unwrap();
         let m = crate::symmetric_match(&mut ev, &job, &machine);
         assert!(m.matched);
-        assert!(same(crate::rank(&mut ev, &job, &machine), crate::Value::Int(1024)));
+        assert!(same(
+            crate::rank(&mut ev, &job, &machine),
+            crate::Value::Int(1024)
+        ));
         let small = crate::parse_ad("[Cpus = 1; Requirements = true]").unwrap();
         assert!(!crate::symmetric_match(&mut ev, &job, &small).matched);
     }

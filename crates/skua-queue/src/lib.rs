@@ -31,13 +31,13 @@
 //!
 //! # Decisions
 //!
-//! - [`Queue::plan_submit`]: a new cluster from complete job ads.
-//! - [`Queue::plan_action`]: hold, release, remove (HTCondor's
+//! - [`Queue::plan_submit`] — a new cluster from complete job ads.
+//! - [`Queue::plan_action`] — hold, release, remove (HTCondor's
 //!   `condor_hold`, `condor_release`, `condor_rm`), with authorization: a
 //!   non-admin acts only on their own jobs.
-//! - [`Queue::plan_set_attr`]: `condor_qedit`.
-//! - [`Queue::plan_periodic`]: the periodic job policy (user and system).
-//! - [`Queue::plan_exit`]: the exit policy when a job's process ends.
+//! - [`Queue::plan_set_attr`] — `condor_qedit`.
+//! - [`Queue::plan_periodic`] — the periodic job policy (user and system).
+//! - [`Queue::plan_exit`] — the exit policy when a job's process ends.
 //! - [`Queue::idle_jobs_in_order`], [`Queue::submitter_counts`],
 //!   [`Queue::query`]: what the schedd offers and advertises.
 //!
@@ -83,7 +83,8 @@ impl fmt::Display for JobId {
 impl FromStr for JobId {
     type Err = QueueError;
     fn from_str(s: &str) -> Result<JobId, QueueError> {
-        let bad = || QueueError::BadRequest(format!("invalid job id `{s}` (expected CLUSTER.PROC)"));
+        let bad =
+            || QueueError::BadRequest(format!("invalid job id `{s}` (expected CLUSTER.PROC)"));
         let (c, p) = s.split_once('.').ok_or_else(bad)?;
         let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
         if !digits(c) || !digits(p) {

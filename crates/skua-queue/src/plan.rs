@@ -445,7 +445,10 @@ impl Queue {
             if attr::is_in(attr::PROC_ONLY, name.as_str()) {
                 continue;
             }
-            if full[1..].iter().all(|ad| ad.lookup_sym(name.sym()) == Some(e)) {
+            if full[1..]
+                .iter()
+                .all(|ad| ad.lookup_sym(name.sym()) == Some(e))
+            {
                 cluster_ad.insert(name.clone(), e.clone());
             }
         }
@@ -484,7 +487,8 @@ impl Queue {
         ev: &mut Evaluator,
         out: &mut Vec<(Target, Vec<JobId>)>,
     ) -> Result<(), QueueError> {
-        let mine = |ad: &ClassAd| who.admin || str_attr(ad, attr::OWNER).as_deref() == Some(&who.name);
+        let mine =
+            |ad: &ClassAd| who.admin || str_attr(ad, attr::OWNER).as_deref() == Some(&who.name);
         let deny = |id: JobId, ad: &ClassAd| {
             QueueError::PermissionDenied(format!(
                 "job {id} belongs to {}, not {}",

@@ -199,7 +199,14 @@ fn periodic(ev: &mut Evaluator, ad: &ClassAd, system: &SystemPolicy) -> Option<F
 
 /// Carries out a fired expression; false if it changed nothing (holding a
 /// job that is held already).
-fn carry_out(p: &mut Planner<'_>, id: JobId, ad: &ClassAd, f: &Fired, now: i64, ended: bool) -> bool {
+fn carry_out(
+    p: &mut Planner<'_>,
+    id: JobId,
+    ad: &ClassAd,
+    f: &Fired,
+    now: i64,
+    ended: bool,
+) -> bool {
     let status = status_of(ad);
     match f.kind {
         Kind::Hold if status == JobStatus::Held => false,
@@ -317,8 +324,14 @@ impl Queue {
             };
             Expr::Lit(Value::Real(old + add as f64))
         };
-        sets.push((attr::REMOTE_USER_CPU, cpu(attr::REMOTE_USER_CPU, exit.remote_usage.user_secs)));
-        sets.push((attr::REMOTE_SYS_CPU, cpu(attr::REMOTE_SYS_CPU, exit.remote_usage.sys_secs)));
+        sets.push((
+            attr::REMOTE_USER_CPU,
+            cpu(attr::REMOTE_USER_CPU, exit.remote_usage.user_secs),
+        ));
+        sets.push((
+            attr::REMOTE_SYS_CPU,
+            cpu(attr::REMOTE_SYS_CPU, exit.remote_usage.sys_secs),
+        ));
         for (name, e) in &sets {
             scratch.insert(*name, e.clone());
             p.set(id, name, e);

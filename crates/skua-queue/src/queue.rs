@@ -31,12 +31,16 @@ impl PartialEq for Queue {
         self.next_cluster == other.next_cluster
             && self.clusters == other.clusters
             && self.jobs.len() == other.jobs.len()
-            && self.jobs.iter().zip(other.jobs.iter()).all(|((a, x), (b, y))| {
-                a == b
-                    && x.iter().count() == y.iter().count()
-                    && x.iter().all(|(n, e)| y.lookup_own_sym(n.sym()) == Some(e))
-                    && x.parent_ad() == y.parent_ad()
-            })
+            && self
+                .jobs
+                .iter()
+                .zip(other.jobs.iter())
+                .all(|((a, x), (b, y))| {
+                    a == b
+                        && x.iter().count() == y.iter().count()
+                        && x.iter().all(|(n, e)| y.lookup_own_sym(n.sym()) == Some(e))
+                        && x.parent_ad() == y.parent_ad()
+                })
     }
 }
 
@@ -160,7 +164,7 @@ impl Queue {
     ) -> Vec<(JobId, &'a ClassAd)> {
         self.jobs
             .iter()
-            .filter(|(_, ad)| constraint.map_or(true, |c| ev.eval(c, Some(ad), None).is_true()))
+            .filter(|(_, ad)| constraint.is_none_or(|c| ev.eval(c, Some(ad), None).is_true()))
             .map(|(id, ad)| (*id, ad))
             .collect()
     }
@@ -179,9 +183,7 @@ impl Queue {
             .jobs
             .iter()
             .filter(|(_, ad)| status_of(ad) == JobStatus::Idle)
-            .filter(|(_, ad)| {
-                owner.map_or(true, |o| str_attr(ad, attr::OWNER).as_deref() == Some(o))
-            })
+            .filter(|(_, ad)| owner.is_none_or(|o| str_attr(ad, attr::OWNER).as_deref() == Some(o)))
             .map(|(id, ad)| {
                 let prio = match ev.eval_attr(attr::JOB_PRIO, ad, None) {
                     Value::Int(i) => i,

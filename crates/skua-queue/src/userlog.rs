@@ -24,8 +24,13 @@ pub struct Rusage {
 /// How a process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Termination {
-    Normal { return_value: i64 },
-    Signal { signal: i64, core_file: Option<String> },
+    Normal {
+        return_value: i64,
+    },
+    Signal {
+        signal: i64,
+        core_file: Option<String>,
+    },
 }
 
 /// One row of the resource table of a Terminated event (`Cpus`, `Disk`
@@ -173,9 +178,9 @@ fn rusage(out: &mut String, r: Rusage) {
 fn termination_lines(out: &mut String, t: &Termination, normal_code: u8) {
     match t {
         Termination::Normal { return_value } => {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "\t({normal_code}) Normal termination (return value {return_value})\n"
+                "\t({normal_code}) Normal termination (return value {return_value})"
             );
         }
         Termination::Signal { signal, core_file } => {
@@ -209,7 +214,11 @@ fn resource_table(out: &mut String, rows: &[ResourceUsage]) {
         .map(|r| {
             (
                 r.name.as_str(),
-                [res_value(r.usage), res_value(r.request), res_value(r.allocated)],
+                [
+                    res_value(r.usage),
+                    res_value(r.request),
+                    res_value(r.allocated),
+                ],
             )
         })
         .collect();
@@ -344,7 +353,10 @@ fn body(out: &mut String, event: &UserLogEvent) {
             out.push_str("  -  Run Remote Usage\n");
             rusage(out, *run_local);
             out.push_str("  -  Run Local Usage\n");
-            let _ = writeln!(out, "\t{sent_bytes}  -  Run Bytes Sent By Job For Checkpoint");
+            let _ = writeln!(
+                out,
+                "\t{sent_bytes}  -  Run Bytes Sent By Job For Checkpoint"
+            );
         }
         UserLogEvent::Evicted {
             checkpointed,
@@ -481,14 +493,26 @@ mod tests {
             "000 (012.003.000) 2026-11-21 12:00:00 Job submitted from host: <127.0.0.1:9618>\n...\n"
         );
         let east: TzFn = |_| 3600;
-        let s = format_event(&e, JobId::new(1234, 5678), T, east, &FormatOptions::default());
-        assert!(s.starts_with("000 (1234.5678.000) 2026-11-21 13:00:00 Job"), "{s}");
+        let s = format_event(
+            &e,
+            JobId::new(1234, 5678),
+            T,
+            east,
+            &FormatOptions::default(),
+        );
+        assert!(
+            s.starts_with("000 (1234.5678.000) 2026-11-21 13:00:00 Job"),
+            "{s}"
+        );
         let utc = FormatOptions {
             iso_date: true,
             utc: true,
         };
         let s = format_event(&e, JobId::new(1, 0), T, east, &utc);
-        assert!(s.starts_with("000 (001.000.000) 2026-11-21 12:00:00Z Job"), "{s}");
+        assert!(
+            s.starts_with("000 (001.000.000) 2026-11-21 12:00:00Z Job"),
+            "{s}"
+        );
         let legacy = FormatOptions {
             iso_date: false,
             utc: false,
@@ -513,7 +537,9 @@ mod tests {
             code: 3,
             subcode: 7,
         };
-        assert!(fmt(&unspecified).contains("Job was held.\n\tReason unspecified\n\tCode 3 Subcode 7\n"));
+        assert!(
+            fmt(&unspecified).contains("Job was held.\n\tReason unspecified\n\tCode 3 Subcode 7\n")
+        );
         assert!(fmt(&UserLogEvent::Released { reason: "r".into() })
             .ends_with("Job was released.\n\tr\n...\n"));
         assert!(fmt(&UserLogEvent::Aborted { reason: None }).ends_with("Job was aborted.\n...\n"));

@@ -1,6 +1,9 @@
 //! The queue's rules, table-driven: submit and factoring, authorization,
 //! state transitions, qedit, periodic and exit policy, order, counts.
 
+// Test helpers unwrap freely: a failure is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use classad::{parse_ad, parse_expr, ClassAd, Evaluator, Expr};
 use skua_queue::userlog::Rusage;
 use skua_queue::{
@@ -94,11 +97,21 @@ fn submit_factors_common_attributes_into_the_cluster_ad() {
     assert_eq!(q.next_cluster_id(), 2);
     assert_eq!(q.len(), 3);
     let cluster = q.cluster_ad(c).unwrap();
-    for name in ["Cmd", "RequestCpus", "Owner", "QDate", "ClusterId", "MyType"] {
+    for name in [
+        "Cmd",
+        "RequestCpus",
+        "Owner",
+        "QDate",
+        "ClusterId",
+        "MyType",
+    ] {
         assert!(cluster.lookup(name).is_some(), "{name} in the cluster ad");
     }
     for name in ["Arguments", "ProcId", "JobStatus", "EnteredCurrentStatus"] {
-        assert!(cluster.lookup(name).is_none(), "{name} not in the cluster ad");
+        assert!(
+            cluster.lookup(name).is_none(),
+            "{name} not in the cluster ad"
+        );
     }
     for p in 0..3 {
         let id = JobId::new(c, p);
@@ -122,7 +135,9 @@ fn submit_events_hold_and_refusals() {
     let mut q = Queue::new();
     let c = q.next_cluster_id();
     // not reserved
-    let e = q.plan_submit(c, vec![job("")], "alice", NOW, HOST).unwrap_err();
+    let e = q
+        .plan_submit(c, vec![job("")], "alice", NOW, HOST)
+        .unwrap_err();
     assert!(matches!(e, QueueError::Conflict(_)), "{e}");
     let r = q.reserve_cluster_id();
     commit(&mut q, &r);
@@ -190,14 +205,19 @@ fn authorization_between_two_users_and_an_admin() {
     let a0 = JobId::new(1, 0);
     let b0 = JobId::new(2, 0);
     // (selector, actor, Ok(jobs acted on) or Err)
-    let cases: Vec<(Selector, &Actor, Result<Vec<JobId>, ()>)> = vec![
+    type Case<'a> = (Selector, &'a Actor, Result<Vec<JobId>, ()>);
+    let cases: Vec<Case> = vec![
         (Selector::Jobs(vec![a0]), &alice, Ok(vec![a0])),
         (Selector::Jobs(vec![a0, b0]), &alice, Err(())),
         (Selector::Jobs(vec![b0]), &alice, Err(())),
         (Selector::Cluster(2), &alice, Err(())),
         (Selector::Cluster(1), &alice, Ok(vec![a0, JobId::new(1, 1)])),
         (Selector::Owner("bob".into()), &alice, Err(())),
-        (Selector::Owner("alice".into()), &alice, Ok(vec![a0, JobId::new(1, 1)])),
+        (
+            Selector::Owner("alice".into()),
+            &alice,
+            Ok(vec![a0, JobId::new(1, 1)]),
+        ),
         (Selector::All, &bob, Ok(vec![b0])),
         (
             Selector::Constraint(parse_expr("ProcId == 0").unwrap()),
@@ -252,17 +272,42 @@ fn state_transitions() {
         (Action::Hold, Running, Outcome::Done, Some(Held)),
         (Action::Hold, Suspended, Outcome::Done, Some(Held)),
         (Action::Hold, Held, Outcome::WrongState(Held), Some(Held)),
-        (Action::Hold, Removed, Outcome::WrongState(Removed), Some(Removed)),
-        (Action::Hold, Completed, Outcome::WrongState(Completed), Some(Completed)),
+        (
+            Action::Hold,
+            Removed,
+            Outcome::WrongState(Removed),
+            Some(Removed),
+        ),
+        (
+            Action::Hold,
+            Completed,
+            Outcome::WrongState(Completed),
+            Some(Completed),
+        ),
         (Action::Release, Held, Outcome::Done, Some(Idle)),
         (Action::Release, Idle, Outcome::WrongState(Idle), Some(Idle)),
-        (Action::Release, Running, Outcome::WrongState(Running), Some(Running)),
+        (
+            Action::Release,
+            Running,
+            Outcome::WrongState(Running),
+            Some(Running),
+        ),
         (Action::Remove, Idle, Outcome::Done, None),
         (Action::Remove, Held, Outcome::Done, None),
         (Action::Remove, Running, Outcome::Done, Some(Removed)),
         (Action::Remove, Suspended, Outcome::Done, Some(Removed)),
-        (Action::Remove, Removed, Outcome::WrongState(Removed), Some(Removed)),
-        (Action::Remove, Completed, Outcome::WrongState(Completed), Some(Completed)),
+        (
+            Action::Remove,
+            Removed,
+            Outcome::WrongState(Removed),
+            Some(Removed),
+        ),
+        (
+            Action::Remove,
+            Completed,
+            Outcome::WrongState(Completed),
+            Some(Completed),
+        ),
         (Action::RemoveForce, Running, Outcome::Done, None),
         (Action::RemoveForce, Removed, Outcome::Done, None),
         (Action::RemoveForce, Idle, Outcome::Done, None),
@@ -281,7 +326,11 @@ fn state_transitions() {
                 Some("testing"),
             )
             .unwrap();
-        assert_eq!(rep.entries[0].jobs, vec![(id, outcome)], "{action:?} from {from:?}");
+        assert_eq!(
+            rep.entries[0].jobs,
+            vec![(id, outcome)],
+            "{action:?} from {from:?}"
+        );
         commit(&mut q, &txn);
         assert_eq!(q.status(id), to, "{action:?} from {from:?}");
         let events: Vec<u32> = txn.events.iter().map(|(_, e)| e.number()).collect();
@@ -332,7 +381,9 @@ fn removing_the_last_job_destroys_the_cluster_and_reports() {
     );
     assert_eq!(
         rep.lines(),
-        vec![format!("All jobs in cluster {c} have been marked for removal")]
+        vec![format!(
+            "All jobs in cluster {c} have been marked for removal"
+        )]
     );
     commit(&mut q, &txn);
     assert!(q.is_empty());
@@ -341,14 +392,20 @@ fn removing_the_last_job_destroys_the_cluster_and_reports() {
     let (txn, rep) = q
         .plan_action(
             Action::Hold,
-            &Selector::Union(vec![Selector::Jobs(vec![JobId::new(9, 0)]), Selector::Cluster(9)]),
+            &Selector::Union(vec![
+                Selector::Jobs(vec![JobId::new(9, 0)]),
+                Selector::Cluster(9),
+            ]),
             &Actor::user("alice"),
             NOW,
             None,
         )
         .unwrap();
     assert!(txn.is_empty());
-    assert_eq!(rep.lines(), vec!["Job 9.0 not found", "No jobs in cluster 9 found"]);
+    assert_eq!(
+        rep.lines(),
+        vec!["Job 9.0 not found", "No jobs in cluster 9 found"]
+    );
     assert!(!rep.all_done());
 }
 
@@ -381,10 +438,20 @@ fn qedit_protects_attributes() {
     assert_eq!(n, 1);
     let mut q2 = q.clone();
     commit(&mut q2, &txn);
-    let e = q2.job(JobId::new(1, 0)).unwrap().lookup("RequestMemory").cloned();
+    let e = q2
+        .job(JobId::new(1, 0))
+        .unwrap()
+        .lookup("RequestMemory")
+        .cloned();
     assert_eq!(e, Some(parse_expr("1024 * 2").unwrap()));
     assert!(matches!(
-        q.plan_set_attr(&Selector::Jobs(vec![JobId::new(5, 0)]), &alice, "Foo", "1", NOW),
+        q.plan_set_attr(
+            &Selector::Jobs(vec![JobId::new(5, 0)]),
+            &alice,
+            "Foo",
+            "1",
+            NOW
+        ),
         Err(QueueError::NotFound(_))
     ));
 }
@@ -526,19 +593,68 @@ fn exit_policy() {
         ..ExitInfo::default()
     };
     // (job attributes, exit, status after (None: left), event numbers, hold code)
-    let cases: Vec<(&str, &ExitInfo, Option<JobStatus>, Vec<u32>, Option<i64>)> = vec![
+    type Case<'a> = (
+        &'a str,
+        &'a ExitInfo,
+        Option<JobStatus>,
+        Vec<u32>,
+        Option<i64>,
+    );
+    let cases: Vec<Case> = vec![
         ("", &ok, None, vec![5], None),
         ("OnExitRemove = ExitCode == 0", &ok, None, vec![5], None),
-        ("OnExitRemove = ExitCode == 0", &failed, Some(JobStatus::Idle), vec![4], None),
-        ("OnExitRemove = ExitBySignal == false", &killed, Some(JobStatus::Idle), vec![4], None),
-        ("OnExitHold = ExitCode != 0", &failed, Some(JobStatus::Held), vec![12], Some(3)),
+        (
+            "OnExitRemove = ExitCode == 0",
+            &failed,
+            Some(JobStatus::Idle),
+            vec![4],
+            None,
+        ),
+        (
+            "OnExitRemove = ExitBySignal == false",
+            &killed,
+            Some(JobStatus::Idle),
+            vec![4],
+            None,
+        ),
+        (
+            "OnExitHold = ExitCode != 0",
+            &failed,
+            Some(JobStatus::Held),
+            vec![12],
+            Some(3),
+        ),
         // on_exit_hold beats on_exit_remove
-        ("OnExitHold = true; OnExitRemove = true", &ok, Some(JobStatus::Held), vec![12], Some(3)),
+        (
+            "OnExitHold = true; OnExitRemove = true",
+            &ok,
+            Some(JobStatus::Held),
+            vec![12],
+            Some(3),
+        ),
         // periodic beats on_exit
-        ("PeriodicHold = ExitCode == 2; OnExitHold = false", &failed, Some(JobStatus::Held), vec![12], Some(3)),
-        ("PeriodicRemove = ExitCode == 2; OnExitHold = true", &failed, None, vec![9], None),
+        (
+            "PeriodicHold = ExitCode == 2; OnExitHold = false",
+            &failed,
+            Some(JobStatus::Held),
+            vec![12],
+            Some(3),
+        ),
+        (
+            "PeriodicRemove = ExitCode == 2; OnExitHold = true",
+            &failed,
+            None,
+            vec![9],
+            None,
+        ),
         // undefined on_exit_remove holds with code 5
-        ("OnExitRemove = NoSuch == 1", &ok, Some(JobStatus::Held), vec![12], Some(5)),
+        (
+            "OnExitRemove = NoSuch == 1",
+            &ok,
+            Some(JobStatus::Held),
+            vec![12],
+            Some(5),
+        ),
     ];
     for (extra, exit, to, events, code) in cases {
         let (q, txn, id) = exit_case(extra, exit);
@@ -553,7 +669,10 @@ fn exit_policy() {
             assert_eq!(exit_code, exit.exit_code.filter(|_| exit.signal.is_none()));
         }
     }
-    let (q, txn, id) = exit_case("OnExitHold = true; OnExitHoldReason = \"look at it\"; OnExitHoldSubCode = 4", &ok);
+    let (q, txn, id) = exit_case(
+        "OnExitHold = true; OnExitHoldReason = \"look at it\"; OnExitHoldSubCode = 4",
+        &ok,
+    );
     assert_eq!(string(&q, id, "HoldReason").as_deref(), Some("look at it"));
     assert_eq!(int(&q, id, "HoldReasonSubCode"), Some(4));
     assert!(txn.history_jobs().next().is_none());
@@ -573,7 +692,10 @@ fn exit_policy() {
     let mut q = Queue::new();
     let c = submit(&mut q, "alice", 1, |_| job(""));
     let id = JobId::new(c, 0);
-    assert!(matches!(q.plan_exit(id, &ok, NOW), Err(QueueError::Conflict(_))));
+    assert!(matches!(
+        q.plan_exit(id, &ok, NOW),
+        Err(QueueError::Conflict(_))
+    ));
     assert!(matches!(
         q.plan_exit(JobId::new(9, 9), &ok, NOW),
         Err(QueueError::NotFound(_))
@@ -600,7 +722,11 @@ fn idle_job_order_and_submitter_counts() {
     // cluster 1: alice, prio 0; cluster 2: bob, prio 5 on proc 1
     submit(&mut q, "alice", 2, |_| job(""));
     let c2 = submit(&mut q, "bob", 3, |p| {
-        job(&format!("JobPrio = {}; Rank2 = {}", if p == 1 { 5 } else { 0 }, p))
+        job(&format!(
+            "JobPrio = {}; Rank2 = {}",
+            if p == 1 { 5 } else { 0 },
+            p
+        ))
     });
     set_status(&mut q, JobId::new(c2, 2), JobStatus::Held);
     set_status(&mut q, JobId::new(1, 1), JobStatus::Running);
@@ -628,7 +754,11 @@ fn idle_job_order_and_submitter_counts() {
     assert_eq!((b.idle, b.running, b.held, b.total()), (2, 0, 1, 3));
     // query
     let c = parse_expr("Owner == \"bob\" && JobStatus == 1").unwrap();
-    let got: Vec<JobId> = q.query(&mut ev, Some(&c)).into_iter().map(|(id, _)| id).collect();
+    let got: Vec<JobId> = q
+        .query(&mut ev, Some(&c))
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(got, vec![JobId::new(2, 0), JobId::new(2, 1)]);
     assert_eq!(q.query(&mut ev, None).len(), 5);
 }
@@ -670,7 +800,7 @@ fn apply_is_all_or_nothing_and_recovery_loads_rows() {
             name: "Foo".into(),
         },
     ] {
-        assert!(q.apply(&[bad.clone()]).is_err(), "{bad:?}");
+        assert!(q.apply(std::slice::from_ref(&bad)).is_err(), "{bad:?}");
         assert_eq!(q, before);
     }
     // the fast recovery path, rows in any order

@@ -220,7 +220,10 @@ fn htcondor_reads_the_event_log() {
         "events read: {got:#?}\nlog:\n{}",
         std::fs::read_to_string(&path).unwrap_or_default()
     );
-    let types: Vec<&str> = got.iter().map(|e| e["type"].as_str().unwrap_or("")).collect();
+    let types: Vec<&str> = got
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(
         types,
         [
@@ -251,7 +254,10 @@ fn htcondor_reads_the_event_log() {
     for (i, g) in got.iter().enumerate() {
         let t = g["attrs"]["EventTime"].as_str().unwrap_or("");
         let want = format!("2026-11-21T12:00:{:02}", i);
-        assert!(t.starts_with(&want), "event {i}: EventTime {t}, want {want}");
+        assert!(
+            t.starts_with(&want),
+            "event {i}: EventTime {t}, want {want}"
+        );
     }
     assert_eq!(
         attr(0, "SubmitHost"),
@@ -264,8 +270,14 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(4, "ResidentSetSize"), Json::from(1500));
     assert_eq!(attr(5, "NumberOfPIDs"), Json::from(3));
     assert_eq!(attr(7, "SentBytes"), Json::from(4096.0));
-    assert_eq!(attr(7, "RunRemoteUsage"), Json::from("Usr 0 00:01:01, Sys 0 00:00:02"));
-    assert_eq!(attr(8, "Reason"), Json::from("the machine's owner came back"));
+    assert_eq!(
+        attr(7, "RunRemoteUsage"),
+        Json::from("Usr 0 00:01:01, Sys 0 00:00:02")
+    );
+    assert_eq!(
+        attr(8, "Reason"),
+        Json::from("the machine's owner came back")
+    );
     assert_eq!(attr(8, "ReasonCode"), Json::from(1001));
     assert_eq!(attr(8, "ReasonSubCode"), Json::from(2));
     assert_eq!(attr(8, "SentBytes"), Json::from(10.0));
@@ -273,14 +285,26 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(9, "TerminatedAndRequeued"), Json::from(true));
     assert_eq!(attr(9, "TerminatedNormally"), Json::from(true));
     assert_eq!(attr(9, "ReturnValue"), Json::from(3));
-    assert_eq!(attr(10, "HoldReason"), Json::from("via skua hold (by user alice)"));
+    assert_eq!(
+        attr(10, "HoldReason"),
+        Json::from("via skua hold (by user alice)")
+    );
     assert_eq!(attr(10, "HoldReasonCode"), Json::from(1));
     assert_eq!(attr(10, "HoldReasonSubCode"), Json::from(0));
-    assert_eq!(attr(11, "Reason"), Json::from("via skua release (by user alice)"));
-    assert_eq!(attr(12, "Reason"), Json::from("via skua rm (by user alice)"));
+    assert_eq!(
+        attr(11, "Reason"),
+        Json::from("via skua release (by user alice)")
+    );
+    assert_eq!(
+        attr(12, "Reason"),
+        Json::from("via skua rm (by user alice)")
+    );
     assert_eq!(attr(13, "TerminatedNormally"), Json::from(true));
     assert_eq!(attr(13, "ReturnValue"), Json::from(7));
-    assert_eq!(attr(13, "RunRemoteUsage"), Json::from("Usr 0 01:02:05, Sys 0 00:00:12"));
+    assert_eq!(
+        attr(13, "RunRemoteUsage"),
+        Json::from("Usr 0 01:02:05, Sys 0 00:00:12")
+    );
     assert_eq!(attr(13, "TotalReceivedBytes"), Json::from(113.0));
     assert_eq!(attr(13, "RequestMemory"), Json::from(128));
     assert_eq!(attr(13, "MemoryUsage"), Json::from(5));
