@@ -28,12 +28,24 @@ pub(crate) fn load_config() -> Result<skua_config::Config> {
 
 /// A client for a daemon of the pool this configuration describes: its Unix
 /// socket when local (identified by the kernel), else TCP with the user's
-/// token.
+/// token. With `SKUA_TOKEN_FILE` set, always the network with that token:
+/// the caller speaks as the token's identity.
 pub(crate) fn client_for(
     config: &skua_config::Config,
     subsystem: &str,
     timeout: Duration,
 ) -> Result<Client> {
+    if let Some(path) = std::env::var_os("SKUA_TOKEN_FILE") {
+        let path = PathBuf::from(path);
+        let token = std::fs::read_to_string(&path)
+            .with_context(|| format!("SKUA_TOKEN_FILE {}", path.display()))?;
+        let endpoint = Locator::new(config, subsystem)?.network_endpoint()?;
+        return Ok(Client::new(
+            endpoint,
+            Some(token.trim().to_string()),
+            timeout,
+        )?);
+    }
     let endpoint = Locator::new(config, subsystem)?.endpoint()?;
     let token = match endpoint {
         Endpoint::Unix(_) => None,

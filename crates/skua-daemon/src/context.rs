@@ -121,6 +121,13 @@ impl Locator {
         if self.socket.exists() {
             return Ok(Endpoint::Unix(self.socket.clone()));
         }
+        self.network_endpoint()
+    }
+
+    /// How any client reaches the daemon over the network (TCP at
+    /// `<SUBSYS>_HOST` or the address file, TLS unless loopback), even on
+    /// its own host: for a caller that must speak with a token.
+    pub fn network_endpoint(&self) -> Result<Endpoint, DaemonError> {
         let addr = match &self.host {
             Some(h) if !address::collector_host_uses_address_file(h) => {
                 resolve(h, DEFAULT_COLLECTOR_PORT)?

@@ -156,3 +156,29 @@ pub fn fast() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// The PIDs of this pool's `skuad ROLE` processes, found by their command
+/// line and the SKUA_CONFIG they run with.
+pub fn pids_of(pool: &Pool, role: &str) -> Vec<i32> {
+    let marker = format!("SKUA_CONFIG={}", pool.config().display());
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_role = args.first().is_some_and(|a| a.ends_with(b"skuad"))
+            && args.get(1).is_some_and(|a| *a == role.as_bytes());
+        if !is_role || !alive(pid) {
+            continue;
+        }
+        let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        if environ.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
