@@ -11,6 +11,9 @@ mod classad_cmd;
 mod config_cmd;
 mod pool_cmd;
 mod status_fmt;
+mod submit_cmd;
+
+pub use submit_cmd::build_submission;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
@@ -32,6 +35,8 @@ enum SkuaCommand {
     /// Start or stop a personal pool.
     #[command(subcommand)]
     Pool(pool_cmd::PoolCommand),
+    /// Turn a submit description into jobs (`-dry-run` prints the job ads), like condor_submit.
+    Submit(submit_cmd::SubmitArgs),
     /// Issue tokens.
     #[command(subcommand)]
     Token(pool_cmd::TokenCommand),
@@ -50,10 +55,16 @@ enum SkuaCommand {
 fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut out = Vec::new();
     let mut in_status = false;
+    let mut in_submit = false;
     for a in args {
         let s = a.to_string_lossy();
         if out.len() == 1 {
             in_status = s == "status";
+            in_submit = s == "submit";
+        }
+        if in_submit && s.len() > 2 && s.starts_with('-') && !s.starts_with("--") {
+            out.push(format!("-{s}").into());
+            continue;
         }
         if in_status
             && s.len() > 2
@@ -83,6 +94,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Status(args) => pool_cmd::status(args),
         SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
         SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
+        SkuaCommand::Submit(args) => submit_cmd::run(args),
         SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
         SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
         SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),

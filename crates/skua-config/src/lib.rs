@@ -46,7 +46,7 @@ use std::fmt;
 pub use error::{ConfigError, Location};
 pub use expand::MacroScope;
 pub use lines::{is_c_space, trim_c, LineReader};
-pub use source::{FileSource, MemoryFiles};
+pub use source::{DirEntry, FileSource, MemoryFiles};
 
 /// Fully expands the macros in `text` against any [`MacroScope`] (the engine behind
 /// [`Config::expand`], shared with the submit language).
