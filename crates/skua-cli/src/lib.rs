@@ -13,6 +13,9 @@ mod pool_cmd;
 mod q_fmt;
 mod queue_cmd;
 mod status_fmt;
+mod submit_cmd;
+
+pub use submit_cmd::build_submission;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
@@ -34,6 +37,8 @@ enum SkuaCommand {
     /// Start or stop a personal pool.
     #[command(subcommand)]
     Pool(pool_cmd::PoolCommand),
+    /// Turn a submit description into jobs (`-dry-run` prints the job ads), like condor_submit.
+    Submit(submit_cmd::SubmitArgs),
     /// Issue tokens.
     #[command(subcommand)]
     Token(pool_cmd::TokenCommand),
@@ -106,6 +111,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Status(args) => pool_cmd::status(args),
         SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
         SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
+        SkuaCommand::Submit(args) => submit_cmd::run(args),
         SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
         SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
         SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),

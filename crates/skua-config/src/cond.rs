@@ -6,8 +6,9 @@
 //! HTCondor ("complex conditionals are not supported").
 
 use crate::expand::is_valid_name;
+use crate::expand::{expand_at, MacroScope};
 use crate::lines::{is_c_space, trim_c};
-use crate::{Config, COMPATIBLE_VERSION};
+use crate::COMPATIBLE_VERSION;
 
 const NOT_CONDITIONAL: &str = "expression is not a conditional";
 const COMPLEX: &str = "complex conditionals are not supported";
@@ -92,12 +93,12 @@ fn reason_for(s: &str) -> &'static str {
 }
 
 /// Evaluates a condition (the text after `if`/`elif`); `Err` holds the reason it is invalid.
-pub(crate) fn evaluate(cfg: &Config, text: &str) -> Result<bool, String> {
+pub(crate) fn evaluate(cfg: &dyn MacroScope, text: &str) -> Result<bool, String> {
     if trim_c(text).is_empty() {
         return Err(NOT_CONDITIONAL.to_string());
     }
     let expanded = if text.contains('$') {
-        cfg.expand(text).map_err(|e| e.to_string())?
+        expand_at(cfg, text, 0, None).map_err(|e| e.to_string())?
     } else {
         text.to_string()
     };
@@ -114,7 +115,7 @@ pub(crate) fn evaluate(cfg: &Config, text: &str) -> Result<bool, String> {
     Ok(value != invert)
 }
 
-fn simple_condition(cfg: &Config, e: &str) -> Result<bool, String> {
+fn simple_condition(cfg: &dyn MacroScope, e: &str) -> Result<bool, String> {
     if let Some(b) = bool_literal(e) {
         return Ok(b);
     }

@@ -13,7 +13,22 @@
 //! holds.
 
 use crate::funcs::{self, Func};
-use crate::{Config, ConfigError};
+use crate::ConfigError;
+
+/// What macro expansion reads: the macro table, the environment (for `$ENV`) and a random
+/// source (for `$RANDOM_*`). [`crate::Config`] is one; the submit language supplies its own.
+pub trait MacroScope {
+    /// The raw (unexpanded) value of the macro `name`, `None` when it is not defined.
+    fn raw_lookup(&self, name: &str) -> Option<&str>;
+    /// The environment variable `name`, for `$ENV(name)`.
+    fn env_var(&self, name: &str) -> Option<&str>;
+    /// The next pseudo-random number, for `$RANDOM_CHOICE` and `$RANDOM_INTEGER`.
+    fn next_random(&self) -> u64;
+    /// Whether `if defined NAME` holds: by default, a non-empty raw value is found.
+    fn is_defined_for_if(&self, name: &str) -> bool {
+        self.raw_lookup(name).is_some_and(|v| !v.is_empty())
+    }
+}
 
 /// Replacements allowed in one expansion before it is declared non-terminating.
 const MAX_STEPS: usize = 100_000;
@@ -149,122 +164,122 @@ pub(crate) fn find_macro(s: &str, from: usize, skip_dollar: bool) -> Option<Foun
     None
 }
 
-impl Config {
-    /// Fully expands `text` (see the module documentation). `origin` is the knob whose value
-    /// `text` is, if any: meeting it again while expanding is a recursion.
-    ///
-    /// Every byte of the working string remembers the chain of macro names whose expansion
-    /// produced it, so a macro that (directly or through others) expands to itself is reported
-    /// as [`ConfigError::Recursion`] instead of looping (HTCondor loops forever).
-    pub(crate) fn expand_at(
-        &self,
-        text: &str,
-        depth: usize,
-        origin: Option<&str>,
-    ) -> Result<String, ConfigError> {
-        let recursion = || ConfigError::Recursion {
-            name: origin.unwrap_or(text).to_string(),
+/// Fully expands `text` (see the module documentation). `origin` is the knob whose value
+/// `text` is, if any: meeting it again while expanding is a recursion.
+///
+/// Every byte of the working string remembers the chain of macro names whose expansion
+/// produced it, so a macro that (directly or through others) expands to itself is reported
+/// as [`ConfigError::Recursion`] instead of looping (HTCondor loops forever).
+pub(crate) fn expand_at(
+    scope: &dyn MacroScope,
+    text: &str,
+    depth: usize,
+    origin: Option<&str>,
+) -> Result<String, ConfigError> {
+    let recursion = || ConfigError::Recursion {
+        name: origin.unwrap_or(text).to_string(),
+    };
+    if depth > MAX_DEPTH {
+        return Err(recursion());
+    }
+    if !text.contains('$') {
+        return Ok(text.to_string());
+    }
+    // Chain nodes: (parent, upper-cased macro name); node 0 is the empty chain.
+    let mut chains: Vec<(usize, String)> = vec![(0, String::new())];
+    let root = match origin {
+        Some(name) => {
+            chains.push((0, name.to_ascii_uppercase()));
+            1
+        }
+        None => 0,
+    };
+    let in_chain = |chains: &[(usize, String)], mut id: usize, name: &str| {
+        while id != 0 {
+            if chains[id].1 == name {
+                return true;
+            }
+            id = chains[id].0;
+        }
+        false
+    };
+    let mut s = text.to_string();
+    let mut ids: Vec<usize> = vec![root; s.len()];
+    let mut steps = 0usize;
+    while let Some(found) = find_macro(&s, 0, true) {
+        let chain = ids.get(found.start).copied().unwrap_or(0);
+        // Only a macro replaced by its own value (not by its default, which was already
+        // part of the text) extends the chain.
+        let new_chain = match &found.kind {
+            Kind::Plain { name, .. } if scope.raw_lookup(name).is_some_and(|v| !v.is_empty()) => {
+                let key = name.to_ascii_uppercase();
+                if in_chain(&chains, chain, &key) {
+                    return Err(recursion());
+                }
+                chains.push((chain, key));
+                chains.len() - 1
+            }
+            _ => chain,
         };
-        if depth > MAX_DEPTH {
+        let replacement = replacement(scope, &found, depth)?;
+        let (start, end) = (found.start, found.end);
+        s.replace_range(start..end, &replacement);
+        ids.splice(
+            start..end,
+            std::iter::repeat_n(new_chain, replacement.len()),
+        );
+        steps += 1;
+        if steps > MAX_STEPS || s.len() > MAX_LEN {
             return Err(recursion());
         }
-        if !text.contains('$') {
-            return Ok(text.to_string());
-        }
-        // Chain nodes: (parent, upper-cased macro name); node 0 is the empty chain.
-        let mut chains: Vec<(usize, String)> = vec![(0, String::new())];
-        let root = match origin {
-            Some(name) => {
-                chains.push((0, name.to_ascii_uppercase()));
-                1
-            }
-            None => 0,
-        };
-        let in_chain = |chains: &[(usize, String)], mut id: usize, name: &str| {
-            while id != 0 {
-                if chains[id].1 == name {
-                    return true;
-                }
-                id = chains[id].0;
-            }
-            false
-        };
-        let mut s = text.to_string();
-        let mut ids: Vec<usize> = vec![root; s.len()];
-        let mut steps = 0usize;
-        while let Some(found) = find_macro(&s, 0, true) {
-            let chain = ids.get(found.start).copied().unwrap_or(0);
-            // Only a macro replaced by its own value (not by its default, which was already
-            // part of the text) extends the chain.
-            let new_chain = match &found.kind {
-                Kind::Plain { name, .. }
-                    if self.raw_lookup(name).is_some_and(|v| !v.is_empty()) =>
-                {
-                    let key = name.to_ascii_uppercase();
-                    if in_chain(&chains, chain, &key) {
-                        return Err(recursion());
-                    }
-                    chains.push((chain, key));
-                    chains.len() - 1
-                }
-                _ => chain,
-            };
-            let replacement = self.replacement(&found, depth)?;
-            let (start, end) = (found.start, found.end);
-            s.replace_range(start..end, &replacement);
-            ids.splice(
-                start..end,
-                std::iter::repeat_n(new_chain, replacement.len()),
-            );
-            steps += 1;
-            if steps > MAX_STEPS || s.len() > MAX_LEN {
-                return Err(recursion());
-            }
-        }
-        // Finally `$(DOLLAR)` becomes `$` (the result is not expanded again).
-        let mut from = 0;
-        while let Some(found) = find_macro(&s, from, false) {
-            if is_dollar(&found.kind) {
-                let start = found.start;
-                s.replace_range(start..found.end, "$");
-                from = 0;
-            } else {
-                from = found.start + 1;
-            }
-        }
-        Ok(s)
     }
-
-    fn replacement(&self, found: &Found<'_>, depth: usize) -> Result<String, ConfigError> {
-        Ok(match &found.kind {
-            Kind::Plain { name, default } => match self.raw_lookup(name) {
-                Some(raw) if !raw.is_empty() => raw.to_string(),
-                _ => default.unwrap_or("").to_string(),
-            },
-            Kind::Env { name, default } => match self.env.get(*name) {
-                Some(v) => v.clone(),
-                None => default.unwrap_or("UNDEFINED").to_string(),
-            },
-            Kind::Func { func, body } => funcs::call(self, *func, body, depth)?,
-            Kind::File { flags, body } => funcs::filename(self, flags, body, depth)?,
-        })
+    // Finally `$(DOLLAR)` becomes `$` (the result is not expanded again).
+    let mut from = 0;
+    while let Some(found) = find_macro(&s, from, false) {
+        if is_dollar(&found.kind) {
+            let start = found.start;
+            s.replace_range(start..found.end, "$");
+            from = 0;
+        } else {
+            from = found.start + 1;
+        }
     }
+    Ok(s)
+}
 
-    /// The value of the macro `name` for a function argument: `None` when `name` is not a
-    /// defined knob, `Some("")` when it is defined but empty, else its expanded value.
-    pub(crate) fn macro_value(
-        &self,
-        name: &str,
-        depth: usize,
-    ) -> Result<Option<String>, ConfigError> {
-        if !is_valid_name(name) {
-            return Ok(None);
-        }
-        match self.raw_lookup(name) {
-            None => Ok(None),
-            Some("") => Ok(Some(String::new())),
-            Some(raw) => Ok(Some(self.expand_at(raw, depth + 1, Some(name))?)),
-        }
+fn replacement(
+    scope: &dyn MacroScope,
+    found: &Found<'_>,
+    depth: usize,
+) -> Result<String, ConfigError> {
+    Ok(match &found.kind {
+        Kind::Plain { name, default } => match scope.raw_lookup(name) {
+            Some(raw) if !raw.is_empty() => raw.to_string(),
+            _ => default.unwrap_or("").to_string(),
+        },
+        Kind::Env { name, default } => match scope.env_var(name) {
+            Some(v) => v.to_string(),
+            None => default.unwrap_or("UNDEFINED").to_string(),
+        },
+        Kind::Func { func, body } => funcs::call(scope, *func, body, depth)?,
+        Kind::File { flags, body } => funcs::filename(scope, flags, body, depth)?,
+    })
+}
+
+/// The value of the macro `name` for a function argument: `None` when `name` is not a
+/// defined knob, `Some("")` when it is defined but empty, else its expanded value.
+pub(crate) fn macro_value(
+    scope: &dyn MacroScope,
+    name: &str,
+    depth: usize,
+) -> Result<Option<String>, ConfigError> {
+    if !is_valid_name(name) {
+        return Ok(None);
+    }
+    match scope.raw_lookup(name) {
+        None => Ok(None),
+        Some("") => Ok(Some(String::new())),
+        Some(raw) => Ok(Some(expand_at(scope, raw, depth + 1, Some(name))?)),
     }
 }
 

@@ -5,10 +5,11 @@
 //! the configuration for it). Arguments that name a macro are replaced by that macro's expanded
 //! value; anything else is taken as a ClassAd expression (evaluated by [`crate::expr`]).
 
+use crate::expand::{macro_value, MacroScope};
 use crate::expr::{self, Value};
 use crate::lines::trim_c;
 use crate::printf::{self, format_value, Arg};
-use crate::{Config, ConfigError};
+use crate::ConfigError;
 
 /// The function macros whose body runs to the first `)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +47,8 @@ impl Func {
 
 /// The text an argument stands for: the macro's value when the argument names a defined macro,
 /// else the argument itself. `None` when the macro is defined but empty.
-fn arg_text(cfg: &Config, arg: &str, depth: usize) -> Result<Option<String>, ConfigError> {
-    Ok(match cfg.macro_value(arg, depth)? {
+fn arg_text(cfg: &dyn MacroScope, arg: &str, depth: usize) -> Result<Option<String>, ConfigError> {
+    Ok(match macro_value(cfg, arg, depth)? {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(v),
         None => Some(arg.to_string()),
@@ -63,21 +64,19 @@ fn strip_quotes(v: &str) -> &str {
 }
 
 /// A path argument: the value of the macro it names, or the argument itself.
-fn path_arg(cfg: &Config, arg: &str, depth: usize) -> Result<String, ConfigError> {
-    Ok(cfg
-        .macro_value(arg, depth)?
-        .unwrap_or_else(|| arg.to_string()))
+fn path_arg(cfg: &dyn MacroScope, arg: &str, depth: usize) -> Result<String, ConfigError> {
+    Ok(macro_value(cfg, arg, depth)?.unwrap_or_else(|| arg.to_string()))
 }
 
 /// Evaluates an argument (macro name or expression) to an integer.
-fn int_arg(cfg: &Config, arg: &str, depth: usize) -> Result<Option<i64>, ConfigError> {
+fn int_arg(cfg: &dyn MacroScope, arg: &str, depth: usize) -> Result<Option<i64>, ConfigError> {
     Ok(arg_text(cfg, arg, depth)?
         .and_then(|t| expr::eval_str(&t))
         .and_then(|v| v.as_int()))
 }
 
 pub(crate) fn call(
-    cfg: &Config,
+    cfg: &dyn MacroScope,
     func: Func,
     body: &str,
     depth: usize,
@@ -146,7 +145,7 @@ pub(crate) fn call(
             }
             if items.len() == 1 {
                 // A single argument names a macro holding the comma-separated list.
-                match cfg.macro_value(&items[0], depth)? {
+                match macro_value(cfg, &items[0], depth)? {
                     Some(list) => items = list.split(',').map(|p| trim_c(p).to_string()).collect(),
                     None => return Ok(String::new()),
                 }
@@ -162,7 +161,7 @@ pub(crate) fn call(
             if parts.len() < 2 {
                 return Ok(String::new());
             }
-            let Some(value) = cfg.macro_value(parts[0], depth)? else {
+            let Some(value) = macro_value(cfg, parts[0], depth)? else {
                 return Ok(String::new());
             };
             let chars: Vec<char> = value.chars().collect();
@@ -252,7 +251,7 @@ pub(crate) fn call(
 /// extension, `q` add double quotes, `u`/`w` turn `\` into `/` / `/` into `\` first, `f` and `a`
 /// change nothing. Surrounding double quotes of the value are removed first.
 pub(crate) fn filename(
-    cfg: &Config,
+    cfg: &dyn MacroScope,
     flags: &str,
     body: &str,
     depth: usize,

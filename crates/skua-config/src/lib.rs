@@ -44,7 +44,51 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 pub use error::{ConfigError, Location};
-pub use source::{FileSource, MemoryFiles};
+pub use expand::MacroScope;
+pub use lines::{is_c_space, trim_c, LineReader};
+pub use source::{DirEntry, FileSource, MemoryFiles};
+
+/// Fully expands the macros in `text` against any [`MacroScope`] (the engine behind
+/// [`Config::expand`], shared with the submit language).
+pub fn expand_macros(scope: &dyn MacroScope, text: &str) -> Result<String, ConfigError> {
+    expand::expand_at(scope, text, 0, None)
+}
+
+/// Like [`expand_macros`], with `text` being the value of macro `name` (meeting `name` again
+/// while expanding is a recursion error).
+pub fn expand_macro_value(
+    scope: &dyn MacroScope,
+    name: &str,
+    text: &str,
+) -> Result<String, ConfigError> {
+    expand::expand_at(scope, text, 0, Some(name))
+}
+
+/// Replaces the self-references in a value being assigned to `self_names` (`A = $(A) x`) with
+/// the previous value found by `lookup`; every other macro is left for lazy expansion.
+pub fn expand_self_references(
+    value: &str,
+    self_names: &[&str],
+    lookup: impl Fn(&str) -> Option<String>,
+) -> String {
+    expand::expand_self(value, self_names, lookup)
+}
+
+/// Evaluates the condition of an `if` / `elif` line against a [`MacroScope`]; `Err` holds the
+/// reason the condition is invalid.
+pub fn evaluate_condition(scope: &dyn MacroScope, condition: &str) -> Result<bool, String> {
+    cond::evaluate(scope, condition)
+}
+
+/// A valid macro name: non-empty; letters, digits, `_`, `.`, `/`.
+pub fn is_valid_macro_name(name: &str) -> bool {
+    expand::is_valid_name(name)
+}
+
+/// A boolean literal as the configuration reader accepts it (`true`/`yes`/`t`, `false`/`no`/`f`).
+pub fn bool_literal(text: &str) -> Option<bool> {
+    cond::bool_literal(text)
+}
 
 /// The HTCondor version whose behaviour this crate reproduces; `if version >= X.Y` compares
 /// against it.
@@ -299,11 +343,11 @@ impl Config {
     /// Expands the macros in `text` in the context of this configuration (as a value would be
     /// expanded at lookup time).
     pub fn expand(&self, text: &str) -> Result<String, ConfigError> {
-        self.expand_at(text, 0, None)
+        expand::expand_at(self, text, 0, None)
     }
 
     fn expand_named(&self, name: &str, text: &str) -> Result<String, ConfigError> {
-        self.expand_at(text, 0, Some(name)).map_err(|e| match e {
+        expand::expand_at(self, text, 0, Some(name)).map_err(|e| match e {
             ConfigError::Recursion { .. } => ConfigError::Recursion {
                 name: name.to_string(),
             },
@@ -353,7 +397,7 @@ impl Config {
 
     /// `if defined NAME`: a raw value is found and is not empty. Host facts other than the
     /// `DETECTED_*` ones are not yet known while the files are read (as in HTCondor).
-    pub(crate) fn is_defined_for_if(&self, name: &str) -> bool {
+    fn defined_for_if(&self, name: &str) -> bool {
         let upper = name.to_ascii_uppercase();
         if self.host.contains_key(&upper)
             && !upper.starts_with("DETECTED_")
@@ -376,11 +420,29 @@ impl Config {
     }
 
     /// Next pseudo-random number (splitmix64), for `$RANDOM_*`.
-    fn next_random(&self) -> u64 {
+    fn random(&self) -> u64 {
         let mut z = self.rng.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
         self.rng.set(z);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+}
+
+impl MacroScope for Config {
+    fn raw_lookup(&self, name: &str) -> Option<&str> {
+        Config::raw_lookup(self, name)
+    }
+
+    fn env_var(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+
+    fn next_random(&self) -> u64 {
+        self.random()
+    }
+
+    fn is_defined_for_if(&self, name: &str) -> bool {
+        self.defined_for_if(name)
     }
 }

@@ -11,23 +11,24 @@
 //!   comment or continuation handling), again as HTCondor does.
 
 /// C `isspace` in the "C" locale.
-pub(crate) fn is_c_space(c: char) -> bool {
+pub fn is_c_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
 }
 
 /// Trims C whitespace at both ends.
-pub(crate) fn trim_c(s: &str) -> &str {
+pub fn trim_c(s: &str) -> &str {
     s.trim_matches(is_c_space)
 }
 
-/// Yields `(line number of the first physical line, logical line)`.
-pub(crate) struct LineReader<'a> {
+/// HTCondor's logical lines of a text: yields `(line number of the first physical line, logical line)`.
+pub struct LineReader<'a> {
     lines: Vec<(&'a str, bool)>,
     pos: usize,
 }
 
 impl<'a> LineReader<'a> {
-    pub(crate) fn new(text: &'a str) -> Self {
+    /// A reader over `text`.
+    pub fn new(text: &'a str) -> Self {
         let mut lines: Vec<(&str, bool)> = text.split('\n').map(|l| (l, true)).collect();
         // `split` yields a final piece after the last '\n': empty when the text ends in a
         // newline (drop it), otherwise a last line without newline.
@@ -40,11 +41,12 @@ impl<'a> LineReader<'a> {
     }
 
     /// Line number (1-based) of the most recently read physical line.
-    pub(crate) fn current_line(&self) -> usize {
+    pub fn current_line(&self) -> usize {
         self.pos
     }
 
-    pub(crate) fn next_line(&mut self) -> Option<(usize, String)> {
+    /// The next logical line and the number of its first physical line.
+    pub fn next_line(&mut self) -> Option<(usize, String)> {
         let mut buf = String::new();
         let mut first_line = 0usize;
         let mut continuing = false;

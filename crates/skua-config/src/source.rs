@@ -30,10 +30,42 @@ pub trait FileSource {
             format!("running `{command}` is not supported by this file source"),
         ))
     }
+
+    /// Every entry directly inside the directory `path` (files and sub-directories), in any
+    /// order. The default lists only what [`FileSource::list_dir`] lists (regular files).
+    fn list_entries(&self, path: &str) -> io::Result<Vec<DirEntry>> {
+        Ok(self
+            .list_dir(path)?
+            .into_iter()
+            .map(|name| DirEntry {
+                name,
+                is_dir: false,
+            })
+            .collect())
+    }
+
+    /// Whether `path` is an existing directory. The default asks [`FileSource::list_dir`].
+    fn is_dir(&self, path: &str) -> bool {
+        self.list_dir(path).is_ok()
+    }
+
+    /// The size in bytes of the regular file at `path`, if it exists. The default reads it.
+    fn file_size(&self, path: &str) -> Option<u64> {
+        self.read(path).ok().map(|t| t.len() as u64)
+    }
+}
+
+/// One entry of a directory listing ([`FileSource::list_entries`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirEntry {
+    /// The entry's name (not its path).
+    pub name: String,
+    /// Whether it is a directory.
+    pub is_dir: bool,
 }
 
 /// An in-memory [`FileSource`]: a map from path to content. Directories exist implicitly as
-/// the parents of the stored paths.
+/// the parents of the stored paths; a path ending in `/` stores an (empty) directory.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryFiles {
     files: BTreeMap<String, String>,
@@ -83,6 +115,48 @@ impl FileSource for MemoryFiles {
         } else {
             Err(io::Error::new(io::ErrorKind::NotFound, "no such directory"))
         }
+    }
+
+    fn list_entries(&self, path: &str) -> io::Result<Vec<DirEntry>> {
+        let dir = path.trim_end_matches('/');
+        let prefix = format!("{dir}/");
+        let mut found_any = false;
+        let mut entries: BTreeMap<String, bool> = BTreeMap::new();
+        for key in self.files.keys() {
+            if let Some(rest) = key.strip_prefix(&prefix) {
+                found_any = true;
+                match rest.split_once('/') {
+                    Some((d, _)) if !d.is_empty() => {
+                        entries.insert(d.to_string(), true);
+                    }
+                    None if !rest.is_empty() => {
+                        entries.entry(rest.to_string()).or_insert(false);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if found_any {
+            Ok(entries
+                .into_iter()
+                .map(|(name, is_dir)| DirEntry { name, is_dir })
+                .collect())
+        } else {
+            Err(io::Error::new(io::ErrorKind::NotFound, "no such directory"))
+        }
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        let dir = path.trim_end_matches('/');
+        let prefix = format!("{dir}/");
+        dir.is_empty() || self.files.keys().any(|k| k.starts_with(&prefix))
+    }
+
+    fn file_size(&self, path: &str) -> Option<u64> {
+        self.files
+            .get(path)
+            .filter(|_| !path.ends_with('/'))
+            .map(|t| t.len() as u64)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-use skua_config::{Config, ConfigError, FileSource, LoadOptions};
+use skua_config::{Config, ConfigError, DirEntry, FileSource, LoadOptions};
 
 /// Where the main configuration file is looked for when neither `SKUA_CONFIG` nor
 /// `CONDOR_CONFIG` is set.
@@ -35,6 +35,33 @@ impl FileSource for RealFiles {
             }
         }
         Ok(names)
+    }
+
+    fn list_entries(&self, path: &str) -> io::Result<Vec<DirEntry>> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            // Follow symbolic links, as for `list_dir`.
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                continue;
+            };
+            entries.push(DirEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                is_dir: meta.is_dir(),
+            });
+        }
+        Ok(entries)
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        Path::new(path).is_dir()
+    }
+
+    fn file_size(&self, path: &str) -> Option<u64> {
+        std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
     }
 
     /// Runs the command (split at whitespace, no shell) and returns its standard output.

@@ -1,0 +1,138 @@
+//! `skua submit`: turn a submit description into job ads (HTCondor's `condor_submit`).
+//!
+//! This is the edge: it reads the submit file, the environment, the host and the configuration,
+//! and hands them to the pure `skua-submit` crate. Only `-dry-run` exists so far: it prints
+//! every job ad in HTCondor's long form (a blank line after each job) and submits nothing.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use skua_daemon::system_config::{self, RealFiles};
+use skua_submit::{Submission, SubmitOptions};
+
+#[derive(clap::Args)]
+pub struct SubmitArgs {
+    /// Print the job ads instead of submitting them.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+    /// A submit command to add just before the first queue statement (repeatable).
+    #[arg(short = 'a', long = "append", value_name = "LINE")]
+    append: Vec<String>,
+    /// The submit description file.
+    file: String,
+    /// Macro definitions `name=value`, made before the file is read.
+    overrides: Vec<String>,
+}
+
+/// The cluster id a dry run shows.
+const DRY_RUN_CLUSTER: u32 = 1;
+
+pub fn run(args: SubmitArgs) -> ExitCode {
+    if !args.dry_run {
+        eprintln!("skua submit: only -dry-run is implemented so far (no schedd to submit to)");
+        return ExitCode::from(2);
+    }
+    let overrides = match parse_overrides(&args.overrides) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skua submit: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
+        Ok(sub) => {
+            let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
+            print!("{}", crate::status_fmt::format_long(&ads, 0));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("skua submit: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `name=value` words from the command line.
+fn parse_overrides(words: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    words
+        .iter()
+        .map(|w| match w.split_once('=') {
+            Some((n, v)) if !n.trim().is_empty() => {
+                Ok((n.trim().to_string(), v.trim().to_string()))
+            }
+            _ => bail!("'{w}' is not a macro definition of the form name=value"),
+        })
+        .collect()
+}
+
+/// HTCondor's name for this machine's architecture.
+fn htcondor_arch() -> String {
+    match std::env::consts::ARCH {
+        "x86_64" => "X86_64".to_string(),
+        "aarch64" => "ARM64".to_string(),
+        other => other.to_ascii_uppercase(),
+    }
+}
+
+/// Reads the submit file at `path` and builds its jobs as the current user in the current
+/// directory, with the Skua configuration's domains and defaults. Reusable by a real
+/// submission (which asks the schedd for `cluster_id` first).
+pub fn build_submission(
+    path: &str,
+    appended_lines: &[String],
+    overrides: &[(String, String)],
+    cluster_id: u32,
+) -> anyhow::Result<Submission> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let cwd = cwd.to_string_lossy().into_owned();
+    let env = system_config::environment();
+    let config = system_config::load(Some("SUBMIT"), None).context("reading the configuration")?;
+    let knob = |name: &str| config.get(name).ok().flatten();
+    let host = system_config::host_facts(&env);
+    let hostname = host
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".to_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let owner = system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
+    let mut opts = SubmitOptions::new(&owner, cluster_id, now, &cwd);
+    opts.submit_file = path.to_string();
+    opts.arch = htcondor_arch();
+    opts.opsys = std::env::consts::OS.to_ascii_uppercase();
+    opts.filesystem_domain = knob("FILESYSTEM_DOMAIN").unwrap_or_else(|| hostname.clone());
+    opts.uid_domain = knob("UID_DOMAIN").unwrap_or_else(|| hostname.clone());
+    opts.hostname = hostname;
+    if let Some(v) = knob("JOB_DEFAULT_REQUESTMEMORY") {
+        opts.default_request_memory = v;
+    }
+    if let Some(v) = knob("JOB_DEFAULT_REQUESTDISK") {
+        opts.default_request_disk = v;
+    }
+    if let Some(v) = knob("JOB_DEFAULT_REQUESTCPUS") {
+        opts.default_request_cpus = v;
+    }
+    if let Some(v) = knob("DEFAULT_UNIVERSE") {
+        opts.default_universe = v.to_ascii_lowercase();
+    }
+    opts.max_jobs_per_submission = knob("MAX_JOBS_PER_SUBMISSION").and_then(|v| v.parse().ok());
+    if let Some(list) = knob("SUBMIT_ATTRS") {
+        for name in list.split(|c: char| c == ',' || c.is_whitespace()) {
+            if name.is_empty() {
+                continue;
+            }
+            if let Some(value) = knob(name) {
+                opts.submit_attrs.push((name.to_string(), value));
+            }
+        }
+    }
+    opts.random_seed = now as u64 ^ u64::from(std::process::id());
+    opts.env = env;
+    opts.appended_lines = appended_lines.to_vec();
+    opts.overrides = overrides.to_vec();
+    Ok(skua_submit::submit(&text, &RealFiles, &opts)?)
+}

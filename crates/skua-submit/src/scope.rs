@@ -1,0 +1,141 @@
+//! The submit macro table and the scope the configuration crate's macro engine expands in.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+
+use skua_config::MacroScope;
+
+/// One definition in the submit file (or on the command line).
+#[derive(Debug, Clone)]
+pub(crate) struct Def {
+    /// The name as first written (`+Foo` is stored as `MY.Foo`).
+    pub(crate) name: String,
+    /// The raw value.
+    pub(crate) raw: String,
+    /// The line that defined it (0: command line or appended).
+    pub(crate) line: usize,
+}
+
+/// The macros defined so far, keyed by upper-cased name, plus the order in which `MY.` names
+/// first appeared.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Table {
+    defs: HashMap<String, Def>,
+    /// `MY.` attribute names in order of first definition (as first written, without `MY.`).
+    pub(crate) custom: Vec<String>,
+}
+
+impl Table {
+    pub(crate) fn get(&self, name: &str) -> Option<&Def> {
+        self.defs.get(&name.to_ascii_uppercase())
+    }
+
+    /// Every defined name (as first written), sorted.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.defs.values().map(|d| d.name.clone()).collect();
+        v.sort();
+        v
+    }
+
+    pub(crate) fn set(&mut self, name: &str, raw: String, line: usize) {
+        let key = name.to_ascii_uppercase();
+        if let Some(attr) = strip_my(name) {
+            if !self.custom.iter().any(|c| c.eq_ignore_ascii_case(attr)) {
+                self.custom.push(attr.to_string());
+            }
+        }
+        let written = self
+            .defs
+            .get(&key)
+            .map_or_else(|| name.to_string(), |d| d.name.clone());
+        self.defs.insert(
+            key,
+            Def {
+                name: written,
+                raw,
+                line,
+            },
+        );
+    }
+}
+
+/// `MY.Name` → `Name` (case-insensitive prefix).
+pub(crate) fn strip_my(name: &str) -> Option<&str> {
+    if name.len() > 3 && name[..3].eq_ignore_ascii_case("MY.") {
+        Some(&name[3..])
+    } else {
+        None
+    }
+}
+
+/// What macro expansion sees: the per-job live variables first (`Process`, `Item`, ...), then
+/// the submit file's definitions, then the predefined macros (`ARCH`, `OPSYS`, ...). An
+/// undefined macro expands to nothing.
+pub(crate) struct Scope<'a> {
+    pub(crate) table: &'a Table,
+    pub(crate) live: &'a BTreeMap<String, String>,
+    pub(crate) predefined: &'a BTreeMap<String, String>,
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) rng: &'a Cell<u64>,
+}
+
+impl MacroScope for Scope<'_> {
+    fn raw_lookup(&self, name: &str) -> Option<&str> {
+        let upper = name.to_ascii_uppercase();
+        if let Some(v) = self.live.get(&upper) {
+            return Some(v);
+        }
+        if let Some(d) = self.table.defs.get(&upper) {
+            return Some(&d.raw);
+        }
+        self.predefined.get(&upper).map(String::as_str)
+    }
+
+    fn env_var(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+
+    fn next_random(&self) -> u64 {
+        let mut z = self.rng.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.rng.set(z);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (UTC).
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(1_700_000_000 / 86_400), (2023, 11, 14));
+    }
+
+    #[test]
+    fn table_keeps_first_spelling_and_custom_order() {
+        let mut t = Table::default();
+        t.set("MY.Foo", "1".into(), 1);
+        t.set("my.FOO", "2".into(), 2);
+        t.set("MY.Bar", "3".into(), 3);
+        assert_eq!(t.get("my.foo").map(|d| d.raw.as_str()), Some("2"));
+        assert_eq!(t.get("MY.FOO").map(|d| d.name.as_str()), Some("MY.Foo"));
+        assert_eq!(t.custom, vec!["Foo".to_string(), "Bar".to_string()]);
+    }
+}
