@@ -262,7 +262,7 @@ pub fn format_batches(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> 
         };
         if b.ids.last().map(|l| l.0) != Some(c) {
             if let Some((total, present)) = cluster_done.get(&c) {
-                b.done += (*total).max(0).saturating_sub(*present as i64) as u64;
+                b.done += total.saturating_sub(*present as i64).max(0) as u64;
             }
         }
         b.ids.push((c, p));
@@ -475,6 +475,17 @@ mod tests {
         ));
         assert!(out.contains("Total for ann: 3 jobs;"));
         assert!(out.contains("Total for all users: 3 jobs;"));
+    }
+
+    #[test]
+    fn a_cluster_without_a_submit_count_has_nothing_done() {
+        let mut ad = job(8, 0, "ann", 1);
+        ad.remove("TotalSubmitProcs");
+        let out = format_batches(&[ad], None, &ctx());
+        let line = out.lines().find(|l| l.starts_with("ann")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[5], "_", "{line}");
+        assert_eq!(cols[cols.len() - 2], "1", "{line}");
     }
 
     #[test]

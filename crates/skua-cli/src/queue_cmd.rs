@@ -174,7 +174,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let all = totals_of(&reply.status_counts);
-    let (schedd_name, schedd_addr) = schedd_identity(&client);
+    let (schedd_name, schedd_addr) = schedd_identity(&config, &client);
     let ctx = q_fmt::QContext {
         schedd_name,
         schedd_addr,
@@ -224,12 +224,16 @@ fn totals_of(counts: &[u64]) -> q_fmt::Totals {
 }
 
 /// The schedd's name and address for the header line.
-fn schedd_identity(client: &skua_net::Client) -> (String, String) {
-    let name = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+fn schedd_identity(config: &skua_config::Config, client: &skua_net::Client) -> (String, String) {
+    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let addr = match client.endpoint() {
+    let name = config.get("SCHEDD_NAME").ok().flatten().unwrap_or(host);
+    let network = skua_daemon::context::Locator::new(config, "SCHEDD")
+        .and_then(|l| l.network_endpoint())
+        .ok();
+    let addr = match network.as_ref().unwrap_or(client.endpoint()) {
         skua_net::Endpoint::Tcp(a) | skua_net::Endpoint::Tls(a, _) => format!("<{a}>"),
         skua_net::Endpoint::Unix(p) => format!("<{}>", p.display()),
     };

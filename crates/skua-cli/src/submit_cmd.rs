@@ -1,8 +1,9 @@
 //! `skua submit`: turn a submit description into job ads (HTCondor's `condor_submit`).
 //!
 //! This is the edge: it reads the submit file, the environment, the host and the configuration,
-//! and hands them to the pure `skua-submit` crate. Only `-dry-run` exists so far: it prints
-//! every job ad in HTCondor's long form (a blank line after each job) and submits nothing.
+//! and hands them to the pure `skua-submit` crate. `-dry-run` prints every job ad in
+//! HTCondor's long form (a blank line after each job) and submits nothing; otherwise the jobs
+//! go to the schedd as one cluster, committed before the tool reports them.
 
 use std::process::ExitCode;
 
@@ -28,10 +29,6 @@ pub struct SubmitArgs {
 const DRY_RUN_CLUSTER: u32 = 1;
 
 pub fn run(args: SubmitArgs) -> ExitCode {
-    if !args.dry_run {
-        eprintln!("skua submit: only -dry-run is implemented so far (no schedd to submit to)");
-        return ExitCode::from(2);
-    }
     let overrides = match parse_overrides(&args.overrides) {
         Ok(o) => o,
         Err(e) => {
@@ -39,6 +36,9 @@ pub fn run(args: SubmitArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if !args.dry_run {
+        return crate::pool_cmd::report("submit", submit_to_schedd(&args, &overrides));
+    }
     match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
         Ok(sub) => {
             let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
@@ -50,6 +50,47 @@ pub fn run(args: SubmitArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Builds the jobs with a cluster id reserved at the schedd, then queues
+/// them in one transaction; prints condor_submit's summary.
+fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow::Result<ExitCode> {
+    use skua_proto::{routes, NewCluster, NewClusterReply, Submit, SubmitReply};
+    // the file is checked before the schedd is asked for anything
+    let probe = build_submission(&args.file, &args.append, overrides, DRY_RUN_CLUSTER)?;
+    if let Some(what) = skua_submit::unsupported_universe(&probe) {
+        bail!("{}: {what}", args.file);
+    }
+    if probe.clusters.len() > 1 {
+        bail!(
+            "{}: its jobs form {} clusters; Skua submits one cluster per submit file so far",
+            args.file,
+            probe.clusters.len()
+        );
+    }
+    if probe.jobs().next().is_none() {
+        println!("Submitting job(s).\n0 job(s) submitted.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = crate::pool_cmd::load_config()?;
+    let client =
+        crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))?;
+    let rt = crate::pool_cmd::runtime()?;
+    let reserved: NewClusterReply =
+        rt.block_on(client.command(&routes::SCHEDD_NEW_CLUSTER, Some(&NewCluster {})))?;
+    let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
+    let jobs: Vec<String> = sub.jobs().map(classad::unparse_ad).collect();
+    let body = Submit {
+        cluster: reserved.cluster,
+        jobs,
+    };
+    let reply: SubmitReply = rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))?;
+    println!("Submitting job(s).");
+    println!(
+        "{} job(s) submitted to cluster {}.",
+        reply.jobs, reply.cluster
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `name=value` words from the command line.

@@ -289,6 +289,10 @@ impl Schedd {
             }
         }
         let n = jobs.len();
+        let mut jobs = jobs;
+        for ad in &mut jobs {
+            ad.insert_value("TotalSubmitProcs", n as i64);
+        }
         let txn = self
             .queue
             .plan_submit(cluster, jobs, owner, now, &self.settings.submit_host)?;
