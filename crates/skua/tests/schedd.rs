@@ -151,3 +151,301 @@ fn acknowledged_submissions_survive_sigkill_of_the_schedd() {
         clusters.len()
     );
 }
+
+/// Writes `text` as a submit file in the pool's scratch space and submits
+/// it from there; returns the cluster id.
+fn submit(pool: &Pool, name: &str, text: &str) -> u32 {
+    let dir = pool.home.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let out = pool.skua_in(&dir, &["submit", name]);
+    assert!(
+        out.status.success(),
+        "skua submit {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = String::from_utf8_lossy(&out.stdout);
+    out.lines()
+        .find_map(|l| l.split("submitted to cluster ").nth(1))
+        .and_then(|c| c.trim_end_matches('.').parse().ok())
+        .unwrap_or_else(|| panic!("no cluster in {out:?}"))
+}
+
+fn af(pool: &Pool, args: &[&str]) -> Vec<Vec<String>> {
+    let mut full = vec!["q", "-allusers"];
+    full.extend_from_slice(args);
+    pool.ok(&full)
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn every_queue_form_through_the_cli() {
+    let mut pool = Pool::new("forms", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(work.join("data")).unwrap();
+    for f in ["a.dat", "b.dat", "c.txt"] {
+        std::fs::write(work.join("data").join(f), "x").unwrap();
+    }
+    std::fs::write(work.join("rows.txt"), "1, one\n2, two\n").unwrap();
+    let base = "executable = /bin/echo\nrequest_memory = 1\n";
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("plain", "queue", &["0:"]),
+        (
+            "count",
+            "arguments = $(Process)\nqueue 3",
+            &["0:0", "1:1", "2:2"],
+        ),
+        (
+            "in",
+            "arguments = $(Item)\nqueue Item in (red, green)",
+            &["0:red", "1:green"],
+        ),
+        (
+            "in_n",
+            "arguments = $(Item)-$(Step)\nqueue 2 in (x, y)",
+            &["0:x-0", "1:x-1", "2:y-0", "3:y-1"],
+        ),
+        (
+            "from_file",
+            "arguments = $(n)_$(word)\nqueue n, word from rows.txt",
+            &["0:1_one", "1:2_two"],
+        ),
+        (
+            "from_inline",
+            "arguments = $(n)\nqueue n from (\n  7\n  8\n)",
+            &["0:7", "1:8"],
+        ),
+        (
+            "matching",
+            "arguments = $(f)\nqueue f matching files data/*.dat",
+            &["0:data/a.dat", "1:data/b.dat"],
+        ),
+        (
+            "slice",
+            "arguments = $(Item)\nqueue Item in [1:] (p, q, r)",
+            &["0:q", "1:r"],
+        ),
+        (
+            "two_queues",
+            "arguments = first\nqueue\narguments = second\nqueue 2",
+            &["0:first", "1:second", "2:second"],
+        ),
+    ];
+    for (name, queue, expect) in cases {
+        let c = submit(&pool, &format!("{name}.sub"), &format!("{base}{queue}\n"));
+        let rows = af(&pool, &[&c.to_string(), "-af", "ProcId", "Args"]);
+        let got: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let args = r.get(1).map(|a| a.as_str()).unwrap_or("");
+                let args = if args == "undefined" { "" } else { args };
+                format!("{}:{}", r[0], args)
+            })
+            .collect();
+        assert_eq!(got, *expect, "queue form {name}");
+    }
+    // a queue statement that selects nothing submits nothing and succeeds
+    let dir = pool.home.join("work");
+    std::fs::write(
+        dir.join("none.sub"),
+        format!("{base}queue f matching *.nothing\n"),
+    )
+    .unwrap();
+    let out = pool.ok(&["submit", dir.join("none.sub").to_str().unwrap()]);
+    assert!(out.contains("0 job(s)"), "{out}");
+    // bad input: nothing is submitted, the message names the file and line
+    let before = af(&pool, &["-af", "ClusterId"]).len();
+    std::fs::write(
+        dir.join("bad.sub"),
+        format!("{base}requirements = Memory >\nqueue\n"),
+    )
+    .unwrap();
+    let bad = pool.skua(&["submit", dir.join("bad.sub").to_str().unwrap()]);
+    assert!(!bad.status.success());
+    let msg = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        msg.contains("bad.sub") || msg.to_lowercase().contains("requirements"),
+        "{msg}"
+    );
+    assert_eq!(af(&pool, &["-af", "ClusterId"]).len(), before);
+}
+
+/// The event numbers of a user log, with the job ids, in order.
+fn events(log: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.len() > 18 && l.as_bytes()[3] == b' ' && l.as_bytes()[4] == b'(')
+        .map(|l| (l[..3].to_string(), l[5..16].to_string()))
+        .collect()
+}
+
+#[test]
+fn hold_release_remove_cycle_with_the_user_log() {
+    let mut pool = Pool::new("cycle", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let c = submit(
+        &pool,
+        "cycle.sub",
+        "executable = /bin/sleep\narguments = 600\nlog = cycle.log\nqueue 2\n",
+    );
+    let log = pool.home.join("work/cycle.log");
+    let j0 = format!("{c:03}.000.000");
+    let j1 = format!("{c:03}.001.000");
+    assert_eq!(
+        events(&log),
+        [
+            ("000".to_string(), j0.clone()),
+            ("000".to_string(), j1.clone())
+        ]
+    );
+    let out = pool.ok(&["hold", &format!("{c}.0"), "-reason", "waiting for data"]);
+    assert!(out.contains(&format!("Job {c}.0 held")), "{out}");
+    let held = pool.ok(&["q", "-hold"]);
+    assert!(held.contains("waiting for data"), "{held}");
+    // holding again is reported and changes nothing
+    let again = pool.skua(&["hold", &format!("{c}.0")]);
+    assert!(!again.status.success());
+    pool.ok(&["release", &format!("{c}.0")]);
+    let st = af(&pool, &[&format!("{c}.0"), "-af", "JobStatus"]);
+    assert_eq!(st, [["1"]]);
+    pool.ok(&["rm", &c.to_string()]);
+    assert!(af(&pool, &[&c.to_string(), "-af", "ClusterId"]).is_empty());
+    let hist = pool.ok(&["history", "-af", "ClusterId", "ProcId", "JobStatus"]);
+    assert!(hist.contains(&format!("{c} 0 3")), "{hist}");
+    assert!(hist.contains(&format!("{c} 1 3")), "{hist}");
+    let evs: Vec<(String, String)> = events(&log);
+    let expect: Vec<(String, String)> = [
+        ("000", &j0),
+        ("000", &j1),
+        ("012", &j0),
+        ("013", &j0),
+        ("009", &j0),
+        ("009", &j1),
+    ]
+    .iter()
+    .map(|(e, j)| (e.to_string(), j.to_string()))
+    .collect();
+    assert_eq!(evs, expect);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("waiting for data"), "{text}");
+    assert!(text.contains("Code 1 Subcode 0"), "{text}");
+}
+
+#[test]
+fn users_act_only_on_their_own_jobs() {
+    let mut pool = Pool::new("users", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let token = |who: &str| {
+        let t = pool.ok(&["token", "create", "--identity", &format!("{who}@test")]);
+        let path = pool.home.join(format!("{who}.token"));
+        std::fs::write(&path, t.trim()).unwrap();
+        path
+    };
+    let (alice_tok, bob_tok) = (token("alice"), token("bob"));
+    let as_user = |tok: &std::path::Path, args: &[&str]| {
+        let mut p = Pool {
+            dir: pool.dir.clone(),
+            home: pool.home.clone(),
+            master_pid: None,
+            extra_env: pool.extra_env.clone(),
+        };
+        p.extra_env
+            .push(("SKUA_TOKEN_FILE".into(), tok.display().to_string()));
+        let out = p.skua(args);
+        std::mem::forget(p); // not the pool's owner: must not stop it
+        out
+    };
+    let dir = pool.home.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.sub");
+    std::fs::write(&file, "executable = /bin/sleep\narguments = 600\nqueue 2\n").unwrap();
+    let out = as_user(&alice_tok, &["submit", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let owners = af(&pool, &["-af", "Owner"]);
+    assert_eq!(owners, [["alice"], ["alice"]]);
+    let c = af(&pool, &["-af", "ClusterId"])[0][0].clone();
+    // bob may not remove, hold or edit alice's jobs; nothing changes
+    for args in [
+        vec!["rm", c.as_str()],
+        vec!["hold", c.as_str()],
+        vec!["qedit", c.as_str(), "JobPrio", "9"],
+    ] {
+        let out = as_user(&bob_tok, &args);
+        assert!(!out.status.success(), "bob {args:?} must be refused");
+        let msg = String::from_utf8_lossy(&out.stderr).to_lowercase();
+        assert!(msg.contains("permission") || msg.contains("not"), "{msg}");
+    }
+    // bob's -all touches only bob's jobs (none)
+    let _ = as_user(&bob_tok, &["rm", "-all"]);
+    assert_eq!(af(&pool, &["-af", "JobStatus"]), [["1"], ["1"]]);
+    // alice may
+    let out = as_user(&alice_tok, &["hold", c.as_str()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(af(&pool, &["-af", "JobStatus"]), [["5"], ["5"]]);
+    // and the pool's administrator (the local owner) may too
+    pool.ok(&["rm", c.as_str()]);
+    assert!(af(&pool, &["-af", "JobStatus"]).is_empty());
+}
+
+#[test]
+fn periodic_remove_and_hold_fire() {
+    let mut pool = Pool::new("periodic", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let rm = submit(
+        &pool,
+        "rm.sub",
+        "executable = /bin/sleep\nperiodic_remove = time() - QDate >= 2\nqueue\n",
+    );
+    let hold = submit(
+        &pool,
+        "hold.sub",
+        "executable = /bin/sleep\nperiodic_hold = time() - QDate >= 1\n\
+         periodic_hold_reason = \"held by policy\"\nperiodic_hold_subcode = 42\nlog = hold.log\nqueue\n",
+    );
+    wait_for("periodic_hold", Duration::from_secs(20), || {
+        af(&pool, &[&hold.to_string(), "-af", "JobStatus"]) == [["5"]]
+    });
+    let why = af(
+        &pool,
+        &[
+            &hold.to_string(),
+            "-af",
+            "HoldReasonCode",
+            "HoldReasonSubCode",
+        ],
+    );
+    assert_eq!(why, [["3", "42"]]);
+    let held = pool.ok(&["q", "-hold", "-allusers"]);
+    assert!(held.contains("held by policy"), "{held}");
+    let log = pool.home.join("work/hold.log");
+    assert_eq!(
+        events(&log)
+            .iter()
+            .map(|(e, _)| e.as_str())
+            .collect::<Vec<_>>(),
+        ["000", "012"]
+    );
+    wait_for("periodic_remove", Duration::from_secs(20), || {
+        af(&pool, &[&rm.to_string(), "-af", "ClusterId"]).is_empty()
+    });
+    let hist = pool.ok(&["history", "-af", "ClusterId", "RemoveReason"]);
+    assert!(hist.contains(&format!("{rm} ")), "{hist}");
+    assert!(hist.contains("PeriodicRemove"), "{hist}");
+}

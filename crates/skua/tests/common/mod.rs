@@ -61,7 +61,13 @@ impl Pool {
     }
 
     pub fn skua(&self, args: &[&str]) -> Output {
+        self.skua_in(&std::env::temp_dir(), args)
+    }
+
+    /// Runs `skua` in the directory `cwd` (as a user in their work dir).
+    pub fn skua_in(&self, cwd: &Path, args: &[&str]) -> Output {
         let mut c = Command::new(SKUA);
+        c.current_dir(cwd);
         c.args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
