@@ -155,6 +155,52 @@ impl ClassAd {
         out
     }
 
+    /// True when both handles share one ad (not merely equal ones).
+    pub fn same_ad(&self, other: &ClassAd) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Splits `ads` (each read through its chain) into the attributes all
+    /// of them define with equal expressions, and per ad the rest: chaining
+    /// each rest to the common ad gives back the merged views. Ads chained
+    /// to one shared parent are split without comparing the parent's
+    /// attributes that no ad shadows.
+    pub fn factor_common(ads: &[ClassAd]) -> (ClassAd, Vec<ClassAd>) {
+        let Some(first) = ads.first() else {
+            return (ClassAd::new(), Vec::new());
+        };
+        let shared = first
+            .parent_ad()
+            .filter(|p| ads.iter().all(|a| a.parent_ad().is_some_and(|q| q.same_ad(p))));
+        let mut common = ClassAd::new();
+        for (name, e) in first.iter_chained() {
+            let inherited = shared.is_some_and(|p| p.position(name.sym).is_some());
+            let same = if inherited && ads.iter().all(|a| a.position(name.sym).is_none()) {
+                true
+            } else {
+                ads[1..]
+                    .iter()
+                    .all(|a| a.lookup_sym(name.sym) == Some(e))
+            };
+            if same {
+                common.insert(name.clone(), e.clone());
+            }
+        }
+        let rests = ads
+            .iter()
+            .map(|a| {
+                let mut rest = ClassAd::new();
+                for (name, e) in a.iter_chained() {
+                    if common.position(name.sym).is_none() {
+                        rest.insert(name.clone(), e.clone());
+                    }
+                }
+                rest
+            })
+            .collect();
+        (common, rests)
+    }
+
     /// Number of attributes of the merged view (own and inherited).
     pub fn len_chained(&self) -> usize {
         if self.0.parent.is_none() {

@@ -407,9 +407,18 @@ impl Queue {
         }
         let n = u32::try_from(jobs.len())
             .map_err(|_| QueueError::BadRequest("too many jobs".into()))?;
+        // Names are checked once per distinct parent and per own part.
+        let mut checked_parent: Option<ClassAd> = None;
         let mut full: Vec<ClassAd> = Vec::with_capacity(jobs.len());
-        for (proc, job) in (0..n).zip(jobs) {
-            let mut ad = job.flatten();
+        for (proc, mut ad) in (0..n).zip(jobs) {
+            if let Some(p) = ad.parent_ad() {
+                if !checked_parent.as_ref().is_some_and(|c| c.same_ad(p)) {
+                    for (name, _) in p.iter_chained() {
+                        check_name(name.as_str())?;
+                    }
+                    checked_parent = Some(p.clone());
+                }
+            }
             for (name, _) in ad.iter() {
                 check_name(name.as_str())?;
             }
@@ -438,18 +447,19 @@ impl Queue {
             }
             full.push(ad);
         }
-        // Factor: the attributes equal in every job go to the cluster ad.
-        let first = &full[0];
-        let mut cluster_ad = ClassAd::new();
-        for (name, e) in first.iter() {
-            if attr::is_in(attr::PROC_ONLY, name.as_str()) {
-                continue;
-            }
-            if full[1..]
-                .iter()
-                .all(|ad| ad.lookup_sym(name.sym()) == Some(e))
-            {
-                cluster_ad.insert(name.clone(), e.clone());
+        // Factor: the attributes equal in every job go to the cluster ad,
+        // except those that belong to each job by nature.
+        let (mut cluster_ad, mut owns) = ClassAd::factor_common(&full);
+        drop(full);
+        let proc_only: Vec<(classad::Name, Expr)> = cluster_ad
+            .iter()
+            .filter(|(name, _)| attr::is_in(attr::PROC_ONLY, name.as_str()))
+            .map(|(n, e)| (n.clone(), e.clone()))
+            .collect();
+        for (name, e) in &proc_only {
+            cluster_ad.remove(name.as_str());
+            for own in &mut owns {
+                own.insert(name.clone(), e.clone());
             }
         }
         let mut txn = Txn::default();
@@ -457,13 +467,7 @@ impl Queue {
             cluster,
             ad: cluster_ad.clone(),
         });
-        for (proc, ad) in (0..n).zip(full) {
-            let mut own = ClassAd::new();
-            for (name, e) in ad.iter() {
-                if cluster_ad.lookup_sym(name.sym()).is_none() {
-                    own.insert(name.clone(), e.clone());
-                }
-            }
+        for (proc, own) in (0..n).zip(owns) {
             let id = JobId::new(cluster, proc);
             txn.mutations.push(Mutation::NewJob { id, ad: own });
             txn.events.push((
