@@ -9,6 +9,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // pure cores
     ("classad", &[]),
     ("skua-config", &[]),
+    ("skua-submit", &["classad", "skua-config"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -31,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "classad",
             "skua-config",
+            "skua-submit",
             "skua-proto",
             "skua-net",
             "skua-daemon",
