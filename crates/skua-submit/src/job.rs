@@ -21,6 +21,8 @@ pub(crate) struct JobCtx<'r, 'a> {
     pub(crate) proc_id: usize,
     /// The environment of the cluster's first job, once it exists.
     pub(crate) cluster_env: Option<BTreeMap<String, String>>,
+    /// The arguments attribute (`Args` or `Arguments`) and value of the cluster's first job.
+    pub(crate) cluster_args: Option<(&'static str, String)>,
     /// The environment this job ended up with.
     pub(crate) env_out: std::cell::RefCell<BTreeMap<String, String>>,
 }
@@ -271,7 +273,10 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
                 ad.str("Cmd", &path);
             }
         }
-        None if docker => {}
+        None if docker => {
+            ad.str("Cmd", "");
+            ad.boolean("TransferExecutable", false);
+        }
         None => {
             return Err(SubmitError::MissingExecutable {
                 file: ctx.file.to_string(),
@@ -293,7 +298,11 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             let (v2, text) = quoting::arguments(&c.value).map_err(|e| ctx.invalid(&c, e))?;
             ad.str(if v2 { "Arguments" } else { "Args" }, &text);
         }
-        None => ad.str("Arguments", ""),
+        None => match &ctx.cluster_args {
+            // A later job without arguments keeps the cluster's (its first job's).
+            Some((name, text)) => ad.str(name, text),
+            None => ad.str("Arguments", ""),
+        },
     }
 
     // Environment: getenv first, then the explicit variables (which win). After the first job
@@ -472,7 +481,11 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     let when_cmd = ctx.get(&["when_to_transfer_output"])?;
     let when = match &when_cmd {
         Some(c) => {
-            let v = c.value.to_ascii_uppercase();
+            let mut v = c.value.to_ascii_uppercase();
+            if v == "NEVER" {
+                // An old spelling HTCondor still takes as ON_EXIT.
+                v = "ON_EXIT".to_string();
+            }
             if !matches!(v.as_str(), "ON_EXIT" | "ON_EXIT_OR_EVICT" | "ON_SUCCESS") {
                 return Err(ctx.invalid(
                     c,
@@ -506,7 +519,6 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             v
         }
         None if when.as_deref() == Some("ON_EXIT_OR_EVICT") => "YES".to_string(),
-        None if docker || container => "YES".to_string(),
         None => "IF_NEEDED".to_string(),
     };
     ad.str("ShouldTransferFiles", &stf);
@@ -570,6 +582,9 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
                 None => {
                     ad.str("ContainerImage", &image);
                     ad.str("ContainerImageSource", "local");
+                    if sif && !image.starts_with('/') {
+                        inputs.push(image.clone());
+                    }
                 }
             }
             if scheme.as_deref() != Some("docker") {
@@ -596,6 +611,33 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
                 }
             }
         }
+    }
+    if stf == "NO" && !inputs.is_empty() {
+        return Err(SubmitError::InvalidValue {
+            file: ctx.file.to_string(),
+            line: stf_cmd
+                .as_ref()
+                .map_or(ctx.queue_line, |c| ctx.line_or_queue(c.line)),
+            command: "should_transfer_files".to_string(),
+            reason: "NO cannot be combined with transfer_input_files".to_string(),
+        });
+    }
+    if plugin_methods.iter().any(|m| m == "s3" || m == "gs")
+        && ctx
+            .get(&[
+                "aws_secret_access_key_file",
+                "s3_secret_access_key_file",
+                "gs_secret_access_key_file",
+            ])?
+            .is_none()
+    {
+        return Err(SubmitError::InvalidValue {
+            file: ctx.file.to_string(),
+            line: ctx.queue_line,
+            command: "transfer_input_files".to_string(),
+            reason: "s3:// and gs:// URLs need aws_secret_access_key_file (or gs_...) to be set"
+                .to_string(),
+        });
     }
     if !plugin_methods.is_empty() {
         ad.str("WantTransferPluginMethods", &plugin_methods.join(","));
@@ -661,6 +703,9 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
                 parse_expr(cond).unwrap_or(Expr::boolean(true)),
             );
         }
+        if !ad.has("OnExitHold") {
+            ad.boolean("OnExitHold", false);
+        }
     }
     if let Some(c) = ctx.get(&["retry_until"])? {
         ad.set("RetryUntil", ctx.expr(&c)?);
@@ -675,7 +720,7 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             ad.str(attr, &c.value);
         }
     }
-    if !ad.has("KillSig") && (local_like || uni == universe::JAVA) {
+    if !ad.has("KillSig") && (local_like || uni == universe::JAVA || uni == universe::PARALLEL) {
         ad.str("KillSig", "SIGTERM");
     }
 
@@ -716,10 +761,10 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ad.str("JobBatchName", v);
     }
     if let Some(c) = ctx.get(&["concurrency_limits"])? {
-        ad.str(
-            "ConcurrencyLimits",
-            &normalize_list(&c.value).to_ascii_lowercase(),
-        );
+        let lower = normalize_list(&c.value).to_ascii_lowercase();
+        let mut limits: Vec<&str> = lower.split(',').collect();
+        limits.sort_unstable();
+        ad.str("ConcurrencyLimits", &limits.join(","));
     }
     let group = ctx.get(&["accounting_group"])?;
     let group_user = ctx.get(&["accounting_group_user"])?;
@@ -876,15 +921,13 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             clauses.push(format!("(TARGET.OpSys == \"{}\")", opts.opsys));
         }
     }
-    if !mentions("Disk") {
-        if uni == universe::VANILLA || uni == universe::PARALLEL {
-            clauses.push(
-                "(versionGE(split(TARGET.CondorVersion)[1], \"25.12.0\") || (TARGET.Disk >= RequestDisk))"
-                    .to_string(),
-            );
-        } else {
-            clauses.push("(TARGET.Disk >= RequestDisk)".to_string());
-        }
+    if mentions("Disk") || uni != universe::VANILLA {
+        clauses.push("(TARGET.Disk >= RequestDisk)".to_string());
+    } else {
+        clauses.push(
+            "(versionGE(split(TARGET.CondorVersion)[1], \"25.12.0\") || (TARGET.Disk >= RequestDisk))"
+                .to_string(),
+        );
     }
     if !mentions("Memory") {
         clauses.push("(TARGET.Memory >= RequestMemory)".to_string());
@@ -906,7 +949,7 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             clauses.push(format!("(TARGET.{res} >= Request{res})"));
         }
     }
-    if local_like {
+    if local_like || mentions("HasFileTransfer") || mentions("FileSystemDomain") {
         needs_fs_domain = true;
     } else {
         let plugins = plugin_methods

@@ -236,6 +236,20 @@ pub(crate) fn list_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The rows of a `from` list: every line (comments in an inline list were already left out
+/// by the reader; a file's lines are all rows), trimmed; blank lines are rows too, but the
+/// text after the last newline is not.
+pub(crate) fn rows(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .split('\n')
+        .map(|l| trim_c(l.trim_end_matches('\r')).to_string())
+        .collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    lines
+}
+
 /// Items of an `in` list or `matching` patterns: separated by commas and whitespace.
 pub(crate) fn split_items(text: &str) -> Vec<String> {
     text.split(|c: char| c == ',' || is_c_space(c))

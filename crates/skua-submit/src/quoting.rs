@@ -232,7 +232,7 @@ mod tests {
         let cases = [
             (r#""one 'two three' four""#, "one two' 'three four"),
             (r#""say ""hello"" world""#, r#"say "hello" world"#),
-            (r#""it''s 'a b'''""#, "its a' 'b''"),
+            (r#""it''s 'a b'''""#, "its a' 'b''''"),
             (r#""""#, ""),
             (r#""a '' b""#, "a '' b"),
         ];

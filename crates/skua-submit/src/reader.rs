@@ -35,6 +35,7 @@ pub(crate) struct Reader<'a> {
     pub(crate) rng: Cell<u64>,
     jobs: Vec<classad::ClassAd>,
     cluster_env: Option<BTreeMap<String, String>>,
+    cluster_args: Option<(&'static str, String)>,
     queued: bool,
     appended_done: bool,
 }
@@ -52,6 +53,7 @@ pub(crate) fn run(
         rng: Cell::new(opts.random_seed ^ 0x5eed),
         jobs: Vec::new(),
         cluster_env: None,
+        cluster_args: None,
         queued: false,
         appended_done: false,
     };
@@ -391,7 +393,10 @@ impl<'a> Reader<'a> {
         let mut args = queue::parse_queue_args(&expanded)
             .map_err(|e| Self::syntax(file, line, format!("invalid queue statement: {e}")))?;
         if args.open_list {
-            let mut body = vec![args.items.clone()];
+            let mut body = Vec::new();
+            if !args.items.is_empty() {
+                body.push(args.items.clone());
+            }
             loop {
                 let Some((_, l)) = reader.next_line() else {
                     return Err(Self::syntax(
@@ -403,6 +408,9 @@ impl<'a> Reader<'a> {
                 let t = trim_c(&l);
                 if t.starts_with(')') {
                     break;
+                }
+                if t.starts_with('#') {
+                    continue;
                 }
                 body.push(t.to_string());
             }
@@ -472,7 +480,7 @@ impl<'a> Reader<'a> {
                         }
                     }
                 };
-                queue::list_lines(&text)
+                queue::rows(&text)
                     .iter()
                     .map(|row| queue::split_row(row, nvars))
                     .collect()
@@ -523,7 +531,11 @@ impl<'a> Reader<'a> {
                 Vec::new()
             };
         }
-        let listing = self.path(if dir.is_empty() { "." } else { dir });
+        let listing = if dir.is_empty() {
+            self.opts.submit_dir.clone()
+        } else {
+            self.path(dir)
+        };
         let Ok(entries) = self.files.list_entries(&listing) else {
             return Vec::new();
         };
@@ -562,6 +574,9 @@ impl<'a> Reader<'a> {
                 live.insert("STEP".to_string(), step.to_string());
                 live.insert("ITEMINDEX".to_string(), index.to_string());
                 live.insert("ROW".to_string(), index.to_string());
+                if uni_is_parallel(&self.table) {
+                    live.insert("NODE".to_string(), "#pArAlLeLnOdE#".to_string());
+                }
                 if args.mode == ForeachMode::None {
                     live.insert("ITEM".to_string(), String::new());
                 } else if args.vars.is_empty() {
@@ -581,16 +596,32 @@ impl<'a> Reader<'a> {
                     queue_line: line,
                     proc_id,
                     cluster_env: self.cluster_env.clone(),
+                    cluster_args: self.cluster_args.clone(),
                     env_out: Default::default(),
                 };
                 let ad = job::build(&ctx)?;
                 let env = ctx.env_out.into_inner();
                 if self.cluster_env.is_none() {
                     self.cluster_env = Some(env);
+                    self.cluster_args =
+                        ["Args", "Arguments"]
+                            .into_iter()
+                            .find_map(|n| match ad.lookup(n) {
+                                Some(classad::Expr::Lit(v)) => v.as_string().map(|s| (n, s)),
+                                _ => None,
+                            });
                 }
                 self.jobs.push(ad);
             }
         }
         Ok(())
     }
+}
+
+/// Whether the submit file asks for the parallel universe (whose `$(Node)` is a placeholder the
+/// schedd fills in per node).
+fn uni_is_parallel(table: &Table) -> bool {
+    table
+        .get("universe")
+        .is_some_and(|d| d.raw.trim().eq_ignore_ascii_case("parallel"))
 }

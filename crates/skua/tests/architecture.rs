@@ -10,6 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("classad", &[]),
     ("skua-config", &[]),
     ("skua-queue", &["classad"]),
+    ("skua-submit", &["classad", "skua-config"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -42,6 +43,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "classad",
             "skua-config",
+            "skua-submit",
             "skua-proto",
             "skua-net",
             "skua-daemon",
