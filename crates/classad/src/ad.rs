@@ -169,18 +169,17 @@ impl ClassAd {
         let Some(first) = ads.first() else {
             return (ClassAd::new(), Vec::new());
         };
-        let shared = first
-            .parent_ad()
-            .filter(|p| ads.iter().all(|a| a.parent_ad().is_some_and(|q| q.same_ad(p))));
+        let shared = first.parent_ad().filter(|p| {
+            ads.iter()
+                .all(|a| a.parent_ad().is_some_and(|q| q.same_ad(p)))
+        });
         let mut common = ClassAd::new();
         for (name, e) in first.iter_chained() {
             let inherited = shared.is_some_and(|p| p.position(name.sym).is_some());
             let same = if inherited && ads.iter().all(|a| a.position(name.sym).is_none()) {
                 true
             } else {
-                ads[1..]
-                    .iter()
-                    .all(|a| a.lookup_sym(name.sym) == Some(e))
+                ads[1..].iter().all(|a| a.lookup_sym(name.sym) == Some(e))
             };
             if same {
                 common.insert(name.clone(), e.clone());

@@ -2,10 +2,10 @@
 //! layouts. Pure: ads, the current time and the local time zone's offset
 //! come in as arguments.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use classad::{ClassAd, Expr, Value};
+use skua_proto::BatchRow;
 
 /// What the tool needs to know besides the ads.
 #[derive(Clone, Debug)]
@@ -169,6 +169,21 @@ impl Totals {
         t
     }
 
+    /// Sums the batch rows.
+    pub fn of_batches(rows: &[BatchRow]) -> Totals {
+        let mut t = Totals::default();
+        for b in rows {
+            t.jobs += b.idle + b.running + b.held + b.suspended + b.removed + b.completed;
+            t.idle += b.idle;
+            t.running += b.running;
+            t.held += b.held;
+            t.suspended += b.suspended;
+            t.removed += b.removed;
+            t.completed += b.completed;
+        }
+        t
+    }
+
     fn line(&self, who: &str) -> String {
         format!(
             "Total for {who}: {} jobs; {} completed, {} removed, {} idle, {} running, {} held, {} suspended\n",
@@ -178,8 +193,12 @@ impl Totals {
 }
 
 fn totals_block(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    totals_lines(&Totals::of(ads), all, ctx)
+}
+
+/// The totals lines after a table (`-totals` prints only these).
+pub fn totals_lines(query: &Totals, all: Option<&Totals>, ctx: &QContext) -> String {
     let mut out = String::from("\n");
-    let query = Totals::of(ads);
     out.push_str(&query.line("query"));
     if ctx.only_mine {
         out.push_str(&query.line(&ctx.user));
@@ -209,65 +228,9 @@ fn dash_zero(n: u64) -> String {
 }
 
 /// The default view: one line per batch (the `JobBatchName`, else the
-/// cluster) and owner.
-pub fn format_batches(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
-    struct Batch {
-        owner: String,
-        name: String,
-        submitted: i64,
-        done: u64,
-        counts: Totals,
-        ids: Vec<(i64, i64)>,
-    }
-    let mut batches: BTreeMap<(String, String), Batch> = BTreeMap::new();
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut sorted: Vec<&ClassAd> = ads.iter().collect();
-    sorted.sort_by_key(|a| job_id(a));
-    let mut cluster_done: BTreeMap<i64, (i64, u64)> = BTreeMap::new();
-    for ad in &sorted {
-        let (c, _) = job_id(ad);
-        let e = cluster_done
-            .entry(c)
-            .or_insert((int(ad, "TotalSubmitProcs").unwrap_or(0), 0));
-        e.1 += 1;
-    }
-    for ad in sorted {
-        let owner = string(ad, "Owner").unwrap_or_default();
-        let (c, p) = job_id(ad);
-        let name = string(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {c}"));
-        let key = (owner.clone(), name.clone());
-        let b = batches.entry(key.clone()).or_insert_with(|| {
-            order.push(key.clone());
-            Batch {
-                owner,
-                name,
-                submitted: i64::MAX,
-                done: 0,
-                counts: Totals::default(),
-                ids: Vec::new(),
-            }
-        });
-        b.submitted = b.submitted.min(int(ad, "QDate").unwrap_or(0));
-        b.counts = {
-            let one = Totals::of([ad]);
-            Totals {
-                jobs: b.counts.jobs + one.jobs,
-                completed: b.counts.completed + one.completed,
-                removed: b.counts.removed + one.removed,
-                idle: b.counts.idle + one.idle,
-                running: b.counts.running + one.running,
-                held: b.counts.held + one.held,
-                suspended: b.counts.suspended + one.suspended,
-            }
-        };
-        if b.ids.last().map(|l| l.0) != Some(c) {
-            if let Some((total, present)) = cluster_done.get(&c) {
-                b.done += total.saturating_sub(*present as i64).max(0) as u64;
-            }
-        }
-        b.ids.push((c, p));
-    }
-    let any_held = batches.values().any(|b| b.counts.held > 0);
+/// cluster) and owner, as the schedd summarized them.
+pub fn format_batches(rows: &[BatchRow], all: Option<&Totals>, ctx: &QContext) -> String {
+    let any_held = rows.iter().any(|b| b.held > 0);
     let mut out = header(ctx);
     let _ = write!(
         out,
@@ -278,8 +241,9 @@ pub fn format_batches(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> 
         let _ = write!(out, " {:>6}", "HOLD");
     }
     let _ = writeln!(out, " {:>6} JOB_IDS", "TOTAL");
-    for key in &order {
-        let b = &batches[key];
+    let query = Totals::of_batches(rows);
+    for b in rows {
+        let jobs = b.idle + b.running + b.held + b.suspended + b.removed + b.completed;
         let _ = write!(
             out,
             "{:<14} {:<14} {:>11} {:>6} {:>6} {:>6}",
@@ -287,15 +251,19 @@ pub fn format_batches(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> 
             b.name,
             short_date(b.submitted, ctx.utc_offset),
             dash_zero(b.done),
-            dash_zero(b.counts.running),
-            dash_zero(b.counts.idle),
+            dash_zero(b.running),
+            dash_zero(b.idle),
         );
         if any_held {
-            let _ = write!(out, " {:>6}", dash_zero(b.counts.held));
+            let _ = write!(out, " {:>6}", dash_zero(b.held));
         }
-        let _ = writeln!(out, " {:>6} {}", b.counts.jobs + b.done, id_range(&b.ids));
+        let mut ids = vec![(i64::from(b.first.0), i64::from(b.first.1))];
+        if b.last != b.first {
+            ids.push((i64::from(b.last.0), i64::from(b.last.1)));
+        }
+        let _ = writeln!(out, " {:>6} {}", jobs + b.done, id_range(&ids));
     }
-    out.push_str(&totals_block(ads, all, ctx));
+    out.push_str(&totals_lines(&query, all, ctx));
     out
 }
 
@@ -449,15 +417,39 @@ mod tests {
         assert_eq!(duration(90061), "1+01:01:01");
     }
 
+    fn row(
+        idle: u64,
+        running: u64,
+        held: u64,
+        done: u64,
+        first: (u32, u32),
+        last: (u32, u32),
+    ) -> BatchRow {
+        BatchRow {
+            owner: "ann".into(),
+            name: format!("ID: {}", first.0),
+            submitted: 1763726400,
+            done,
+            idle,
+            running,
+            held,
+            first,
+            last,
+            ..BatchRow::default()
+        }
+    }
+
     #[test]
-    fn batch_summary_groups_a_cluster_and_counts_states() {
-        let ads = vec![
-            job(5, 0, "ann", 1),
-            job(5, 1, "ann", 2),
-            job(5, 2, "ann", 5),
-        ];
-        let all = Totals::of(&ads);
-        let out = format_batches(&ads, Some(&all), &ctx());
+    fn batch_summary_prints_one_line_per_batch_and_the_totals() {
+        let rows = vec![row(1, 1, 1, 0, (5, 0), (5, 2))];
+        let all = Totals {
+            jobs: 4,
+            idle: 2,
+            running: 1,
+            held: 1,
+            ..Totals::default()
+        };
+        let out = format_batches(&rows, Some(&all), &ctx());
         assert!(
             out.contains("-- Schedd: host.example : <127.0.0.1:9618> @ "),
             "{out}"
@@ -474,29 +466,17 @@ mod tests {
             "Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended"
         ));
         assert!(out.contains("Total for ann: 3 jobs;"));
-        assert!(out.contains("Total for all users: 3 jobs;"));
+        assert!(out.contains("Total for all users: 4 jobs;"));
     }
 
     #[test]
-    fn a_cluster_without_a_submit_count_has_nothing_done() {
-        let mut ad = job(8, 0, "ann", 1);
-        ad.remove("TotalSubmitProcs");
-        let out = format_batches(&[ad], None, &ctx());
-        let line = out.lines().find(|l| l.starts_with("ann")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(cols[5], "_", "{line}");
-        assert_eq!(cols[cols.len() - 2], "1", "{line}");
-    }
-
-    #[test]
-    fn done_counts_jobs_that_left_the_cluster() {
-        // 3 submitted, 1 still queued
-        let ads = vec![job(7, 2, "ann", 1)];
-        let out = format_batches(&ads, None, &ctx());
+    fn done_jobs_count_in_the_total_and_no_hold_column_without_held_jobs() {
+        let out = format_batches(&[row(1, 0, 0, 2, (7, 2), (7, 2))], None, &ctx());
         let line = out.lines().find(|l| l.starts_with("ann")).unwrap();
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[5], "2", "{line}");
         assert_eq!(cols[cols.len() - 2], "3", "{line}");
+        assert_eq!(cols[cols.len() - 1], "7.2", "{line}");
         assert!(!out.contains("HOLD"), "{out}");
     }
 

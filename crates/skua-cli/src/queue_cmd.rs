@@ -152,10 +152,13 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     };
     let config = load_config()?;
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+    let table = !(a.json || a.long || !a.af.is_empty());
+    let summary = table && !(a.nobatch || a.hold || a.run);
     let query = JobQuery {
         selector,
-        projection,
+        projection: if summary { Vec::new() } else { projection },
         limit: None,
+        summary,
     };
     let reply: JobQueryReply =
         runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
@@ -184,19 +187,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         only_mine,
     };
     let out = if a.totals {
-        let mut s = q_fmt::format_batches(&[], Some(&all), &ctx);
-        // keep only the totals
-        if let Some(i) = s.find("\nTotal for") {
-            s = s[i..].to_string();
-        }
-        let mine = q_fmt::Totals::of(&ads);
-        s.replace(
-            "Total for query: 0 jobs; 0 completed, 0 removed, 0 idle, 0 running, 0 held, 0 suspended",
-            &format!(
-                "Total for query: {} jobs; {} completed, {} removed, {} idle, {} running, {} held, {} suspended",
-                mine.jobs, mine.completed, mine.removed, mine.idle, mine.running, mine.held, mine.suspended
-            ),
-        )
+        q_fmt::totals_lines(&q_fmt::Totals::of_batches(&reply.batches), Some(&all), &ctx)
     } else if a.hold {
         q_fmt::format_held(&ads, Some(&all), &ctx)
     } else if a.run {
@@ -204,7 +195,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     } else if a.nobatch {
         q_fmt::format_jobs(&ads, Some(&all), &ctx)
     } else {
-        q_fmt::format_batches(&ads, Some(&all), &ctx)
+        q_fmt::format_batches(&reply.batches, Some(&all), &ctx)
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
@@ -339,6 +330,7 @@ fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
         selector,
         projection,
         limit: a.limit,
+        summary: false,
     };
     let reply: JobQueryReply =
         runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
@@ -461,6 +453,7 @@ fn prio_inner(a: PrioArgs) -> Result<ExitCode> {
                     selector: query_sel,
                     projection: vec!["ClusterId".into(), "ProcId".into(), "JobPrio".into()],
                     limit: None,
+                    summary: false,
                 }),
             ))?;
             let mut out = Vec::new();

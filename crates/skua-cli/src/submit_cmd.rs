@@ -56,33 +56,40 @@ pub fn run(args: SubmitArgs) -> ExitCode {
 /// them in one transaction; prints condor_submit's summary.
 fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow::Result<ExitCode> {
     use skua_proto::{routes, NewCluster, NewClusterReply, Submit, SubmitReply};
-    // the file is checked before the schedd is asked for anything
-    let probe = build_submission(&args.file, &args.append, overrides, DRY_RUN_CLUSTER)?;
-    if let Some(what) = skua_submit::unsupported_universe(&probe) {
-        bail!("{}: {what}", args.file);
-    }
-    if probe.clusters.len() > 1 {
-        bail!(
-            "{}: its jobs form {} clusters; Skua submits one cluster per submit file so far",
-            args.file,
-            probe.clusters.len()
-        );
-    }
-    if probe.jobs().next().is_none() {
-        println!("Submitting job(s).\n0 job(s) submitted.");
-        return Ok(ExitCode::SUCCESS);
-    }
     let config = crate::pool_cmd::load_config()?;
     let client =
         crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))?;
     let rt = crate::pool_cmd::runtime()?;
+    // $(Cluster) is in the ads: the id comes first. An id reserved for a
+    // file that then fails is simply never used.
     let reserved: NewClusterReply =
         rt.block_on(client.command(&routes::SCHEDD_NEW_CLUSTER, Some(&NewCluster {})))?;
     let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
-    let jobs: Vec<String> = sub.jobs().map(classad::unparse_ad).collect();
+    if let Some(what) = skua_submit::unsupported_universe(&sub) {
+        bail!("{}: {what}", args.file);
+    }
+    if sub.clusters.len() > 1 {
+        bail!(
+            "{}: its jobs form {} clusters; Skua submits one cluster per submit file so far",
+            args.file,
+            sub.clusters.len()
+        );
+    }
+    let Some(cluster) = sub
+        .clusters
+        .into_iter()
+        .next()
+        .filter(|c| !c.jobs.is_empty())
+    else {
+        println!("Submitting job(s).\n0 job(s) submitted.");
+        return Ok(ExitCode::SUCCESS);
+    };
+    // the attributes every job shares travel once
+    let (common, rests) = classad::ClassAd::factor_common(&cluster.jobs);
     let body = Submit {
         cluster: reserved.cluster,
-        jobs,
+        jobs: rests.iter().map(classad::unparse_ad).collect(),
+        cluster_ad: Some(classad::unparse_ad(&common)),
     };
     let reply: SubmitReply = rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))?;
     println!("Submitting job(s).");

@@ -23,8 +23,8 @@ pub use error::{ErrorBody, ErrorCode};
 pub use master::{CommandReply, DaemonCommand, MasterCommand};
 pub use routes::Route;
 pub use schedd::{
-    JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply, JobSelector,
-    NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
+    BatchRow, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
+    JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
 
 use serde::{Deserialize, Serialize};

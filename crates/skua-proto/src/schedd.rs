@@ -26,8 +26,13 @@ pub struct NewClusterReply {
 pub struct Submit {
     /// A cluster id obtained from [`NewCluster`].
     pub cluster: u32,
-    /// The complete job ads in ProcId order, canonical new-style text.
+    /// The job ads in ProcId order, canonical new-style text: complete
+    /// ads, or with `cluster_ad` only the attributes of each job that are
+    /// not in it.
     pub jobs: Vec<String>,
+    /// The attributes every job shares, sent once.
+    #[serde(default)]
+    pub cluster_ad: Option<String>,
 }
 
 /// The reply to [`Submit`].
@@ -75,6 +80,40 @@ pub struct JobQuery {
     /// At most this many ads (history: the newest first).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// Queue queries: answer with [`JobQueryReply::batches`] (condor_q's
+    /// default view) instead of the ads.
+    #[serde(default)]
+    pub summary: bool,
+}
+
+/// One line of condor_q's batch view: the jobs of one owner and batch
+/// (`JobBatchName`, else one cluster).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRow {
+    /// `Owner`.
+    pub owner: String,
+    /// `JobBatchName`, or `ID: <cluster>`.
+    pub name: String,
+    /// The earliest `QDate`.
+    pub submitted: i64,
+    /// Jobs of its clusters that already left the queue.
+    pub done: u64,
+    /// Jobs by state.
+    pub idle: u64,
+    /// Running (and transferring output).
+    pub running: u64,
+    /// Held.
+    pub held: u64,
+    /// Suspended.
+    pub suspended: u64,
+    /// Removed, still in the queue.
+    pub removed: u64,
+    /// Completed, still in the queue.
+    pub completed: u64,
+    /// The first job, `(cluster, proc)`.
+    pub first: (u32, u32),
+    /// The last job.
+    pub last: (u32, u32),
 }
 
 /// The reply to a [`JobQuery`].
@@ -88,6 +127,9 @@ pub struct JobQueryReply {
     /// users" line.
     #[serde(default)]
     pub status_counts: Vec<u64>,
+    /// With [`JobQuery::summary`]: the batches, in order of their first job.
+    #[serde(default)]
+    pub batches: Vec<BatchRow>,
 }
 
 /// What [`JobAction`] does.

@@ -154,19 +154,30 @@ async fn submit(
     caller: Caller,
     Json(req): Json<Submit>,
 ) -> Result<Json<SubmitReply>, ApiError> {
+    let t0 = std::time::Instant::now();
+    let common = req
+        .cluster_ad
+        .as_deref()
+        .map(classad::parse_ad)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("cluster ad: {e}")))?;
     let mut jobs = Vec::with_capacity(req.jobs.len());
     for (i, text) in req.jobs.iter().enumerate() {
-        jobs.push(
-            classad::parse_ad(text)
-                .map_err(|e| ApiError::bad_request(format!("job ad {i}: {e}")))?,
-        );
+        let mut ad = classad::parse_ad(text)
+            .map_err(|e| ApiError::bad_request(format!("job ad {i}: {e}")))?;
+        if let Some(c) = &common {
+            ad.chain_to(c.clone());
+        }
+        jobs.push(ad);
     }
+    let parsed = t0.elapsed();
     let owner = caller.identity.user.clone();
     let cluster = req.cluster;
     let n = with_schedd(&st, move |s| s.submit(&owner, cluster, jobs, now_secs())).await?;
     tracing::info!(
-        "{} submitted {n} job(s) in cluster {cluster}",
-        caller.identity
+        "{} submitted {n} job(s) in cluster {cluster} (ads parsed in {parsed:?}, queued in {:?})",
+        caller.identity,
+        t0.elapsed() - parsed
     );
     st.changed.notify_one();
     Ok(Json(SubmitReply {
@@ -180,15 +191,24 @@ async fn query(
     Json(q): Json<JobQuery>,
 ) -> Result<Json<JobQueryReply>, ApiError> {
     let filter = query_filter(&q.selector)?;
-    let (ads, status_counts) = with_schedd(&st, move |s| {
-        let mut ads = s.query(&filter, &q.projection, now_secs());
-        if let Some(n) = q.limit {
-            ads.truncate(n);
+    let reply = with_schedd(&st, move |s| {
+        let now = now_secs();
+        let mut reply = JobQueryReply {
+            status_counts: s.status_counts(),
+            ..JobQueryReply::default()
+        };
+        if q.summary {
+            reply.batches = s.batches(&filter, now);
+        } else {
+            reply.ads = s.query(&filter, &q.projection, now);
+            if let Some(n) = q.limit {
+                reply.ads.truncate(n);
+            }
         }
-        Ok((ads, s.status_counts()))
+        Ok(reply)
     })
     .await?;
-    Ok(Json(JobQueryReply { ads, status_counts }))
+    Ok(Json(reply))
 }
 
 async fn history(
@@ -202,7 +222,7 @@ async fn history(
     .await?;
     Ok(Json(JobQueryReply {
         ads,
-        status_counts: Vec::new(),
+        ..JobQueryReply::default()
     }))
 }
 

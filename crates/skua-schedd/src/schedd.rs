@@ -148,6 +148,7 @@ impl Schedd {
         if txn.is_empty() {
             return Ok(());
         }
+        let t_start = std::time::Instant::now();
         let log_paths: Vec<(JobId, Option<String>)> = txn
             .events
             .iter()
@@ -179,20 +180,40 @@ impl Schedd {
             self.reload();
             return Err(e.into());
         }
+        let t_applied = std::time::Instant::now();
         let changes = self.changes_for(&txn.mutations, history);
+        let t_rows = std::time::Instant::now();
         if let Err(e) = self.store.commit(&changes) {
             tracing::error!("commit failed, reloading the queue from the store: {e}");
             self.reload();
             return Err(e.into());
         }
+        let t_committed = std::time::Instant::now();
         // Events go to each job's log once the change is durable; a job
         // that just arrived learns its log path now.
+        // Each log is appended to once per commit, its events in order.
+        let mut texts: Vec<(String, String)> = Vec::new();
         for ((id, event), (_, before)) in txn.events.iter().zip(log_paths) {
             let path = before.or_else(|| self.queue.job(*id).and_then(|a| str_of(a, "UserLog")));
             if let Some(path) = path {
-                self.userlog.write(Path::new(&path), *id, event, now);
+                let text = self.userlog.text(*id, event, now);
+                match texts.iter_mut().find(|(p, _)| *p == path) {
+                    Some((_, t)) => t.push_str(&text),
+                    None => texts.push((path, text)),
+                }
             }
         }
+        for (path, text) in texts {
+            self.userlog.append(Path::new(&path), &text);
+        }
+        tracing::debug!(
+            "commit of {} mutation(s): apply {:?}, rows {:?}, store {:?}, user logs {:?}",
+            txn.mutations.len(),
+            t_applied - t_start,
+            t_rows - t_applied,
+            t_committed - t_rows,
+            t_committed.elapsed()
+        );
         if let Some(max) = self.settings.history_max_jobs {
             if !changes.history.is_empty() {
                 if let Err(e) = self.store.trim_history(max) {
@@ -289,6 +310,7 @@ impl Schedd {
             }
         }
         let n = jobs.len();
+        let t_plan = std::time::Instant::now();
         let mut jobs = jobs;
         for ad in &mut jobs {
             ad.insert_value("TotalSubmitProcs", n as i64);
@@ -296,6 +318,7 @@ impl Schedd {
         let txn = self
             .queue
             .plan_submit(cluster, jobs, owner, now, &self.settings.submit_host)?;
+        tracing::debug!("submit of {n} job(s) planned in {:?}", t_plan.elapsed());
         self.commit(txn, now)?;
         Ok(n)
     }
@@ -357,6 +380,77 @@ impl Schedd {
             .collect();
         self.ev = ev;
         out
+    }
+
+    /// condor_q's batch view of the jobs matching `filter`: one row per
+    /// owner and batch (`JobBatchName`, else the cluster), in order of
+    /// their first job.
+    pub fn batches(&mut self, filter: &JobFilter, now: i64) -> Vec<skua_proto::BatchRow> {
+        use std::collections::HashMap;
+        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
+        let mut opts = ev.options().clone();
+        opts.now = now as f64;
+        ev.set_options(opts);
+        let mut rows: Vec<skua_proto::BatchRow> = Vec::new();
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        let mut present: HashMap<u32, u64> = HashMap::new();
+        let mut last_key: Option<((String, String), usize)> = None;
+        for (id, ad) in self.queue.jobs() {
+            if !filter.matches(id, ad, &mut ev) {
+                continue;
+            }
+            *present.entry(id.cluster).or_default() += 1;
+            let owner = str_of(ad, "Owner").unwrap_or_default();
+            let name = str_of(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {}", id.cluster));
+            let i = match &last_key {
+                Some((k, i)) if k.0 == owner && k.1 == name => *i,
+                _ => {
+                    let key = (owner.clone(), name.clone());
+                    let i = *index.entry(key.clone()).or_insert_with(|| {
+                        rows.push(skua_proto::BatchRow {
+                            owner,
+                            name,
+                            submitted: i64::MAX,
+                            first: (id.cluster, id.proc),
+                            ..skua_proto::BatchRow::default()
+                        });
+                        rows.len() - 1
+                    });
+                    last_key = Some((key, i));
+                    i
+                }
+            };
+            let row = &mut rows[i];
+            row.submitted = row.submitted.min(int_of(ad, "QDate").unwrap_or(0));
+            row.last = (id.cluster, id.proc);
+            match self.queue.status(id).map(|s| s.code()) {
+                Some(1) => row.idle += 1,
+                Some(2) | Some(6) => row.running += 1,
+                Some(3) => row.removed += 1,
+                Some(4) => row.completed += 1,
+                Some(5) => row.held += 1,
+                Some(7) => row.suspended += 1,
+                _ => {}
+            }
+        }
+        self.ev = ev;
+        // done: jobs of the batch's clusters that left the queue
+        let mut counted = std::collections::HashSet::new();
+        for row in &mut rows {
+            for c in row.first.0..=row.last.0 {
+                let Some(n) = present.get(&c) else { continue };
+                if !counted.insert(c) {
+                    continue;
+                }
+                let submitted = self
+                    .queue
+                    .cluster_ad(c)
+                    .and_then(|a| int_of(a, "TotalSubmitProcs"))
+                    .unwrap_or(0);
+                row.done += (submitted - *n as i64).max(0) as u64;
+            }
+        }
+        rows
     }
 
     /// Every job in the queue by `JobStatus` code (index 0..=7).

@@ -47,17 +47,18 @@ impl UserLogWriter {
 
     /// Appends one event; failures are logged.
     pub fn write(&self, path: &Path, id: JobId, event: &UserLogEvent, now: i64) {
-        let text = self.text(id, event, now);
+        self.append(path, &self.text(id, event, now));
+    }
+
+    /// Appends events' text in one write; failures are logged.
+    pub fn append(&self, path: &Path, text: &str) {
         let result = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .and_then(|mut f| f.write_all(text.as_bytes()));
         if let Err(e) = result {
-            tracing::warn!(
-                "job {id}: cannot write its event log {}: {e}",
-                path.display()
-            );
+            tracing::warn!("cannot write the job event log {}: {e}", path.display());
         }
     }
 }
