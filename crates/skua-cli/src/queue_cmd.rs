@@ -40,9 +40,9 @@ fn is_job_ref(s: &str) -> bool {
     let c = parts.next().unwrap_or("");
     !c.is_empty()
         && c.bytes().all(|b| b.is_ascii_digit())
-        && parts.next().map_or(true, |p| {
-            !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
-        })
+        && parts
+            .next()
+            .is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Splits `C`, `C.P` and owner names.

@@ -137,10 +137,16 @@ impl Schedd {
 
     /// An evaluator set to `now`.
     pub fn evaluator(&mut self, now: i64) -> &mut Evaluator {
-        let mut opts = self.ev.options().clone();
-        opts.now = now as f64;
-        self.ev.set_options(opts);
+        set_now(&mut self.ev, now);
         &mut self.ev
+    }
+
+    /// Takes the evaluator out (set to `now`), to use beside `&self.queue`;
+    /// give it back with `self.ev = ev`.
+    fn take_evaluator(&mut self, now: i64) -> Evaluator {
+        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
+        set_now(&mut ev, now);
+        ev
     }
 
     /// Applies `txn` in memory and in the store, then writes its events.
@@ -355,10 +361,7 @@ impl Schedd {
     /// mutations it committed.
     pub fn periodic(&mut self, now: i64) -> Result<usize, ScheddError> {
         let policy = self.settings.system_policy.clone();
-        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
-        let mut opts = ev.options().clone();
-        opts.now = now as f64;
-        ev.set_options(opts);
+        let mut ev = self.take_evaluator(now);
         let txn = self.queue.plan_periodic(&mut ev, now, &policy);
         self.ev = ev;
         let n = txn.mutations.len();
@@ -368,10 +371,7 @@ impl Schedd {
 
     /// Jobs matching `filter`, projected, in job-id order.
     pub fn query(&mut self, filter: &JobFilter, projection: &[String], now: i64) -> Vec<String> {
-        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
-        let mut opts = ev.options().clone();
-        opts.now = now as f64;
-        ev.set_options(opts);
+        let mut ev = self.take_evaluator(now);
         let out = self
             .queue
             .jobs()
@@ -387,10 +387,7 @@ impl Schedd {
     /// their first job.
     pub fn batches(&mut self, filter: &JobFilter, now: i64) -> Vec<skua_proto::BatchRow> {
         use std::collections::HashMap;
-        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
-        let mut opts = ev.options().clone();
-        opts.now = now as f64;
-        ev.set_options(opts);
+        let mut ev = self.take_evaluator(now);
         let mut rows: Vec<skua_proto::BatchRow> = Vec::new();
         let mut index: HashMap<(String, String), usize> = HashMap::new();
         let mut present: HashMap<u32, u64> = HashMap::new();
@@ -474,10 +471,7 @@ impl Schedd {
         limit: Option<usize>,
         now: i64,
     ) -> Result<Vec<String>, ScheddError> {
-        let mut ev = std::mem::replace(&mut self.ev, Evaluator::new(EvalOptions::default()));
-        let mut opts = ev.options().clone();
-        opts.now = now as f64;
-        ev.set_options(opts);
+        let mut ev = self.take_evaluator(now);
         let mut out = Vec::new();
         let limit = limit.unwrap_or(usize::MAX);
         let result = self.store.history(|row| {
@@ -521,7 +515,7 @@ impl JobFilter {
         if !named
             && !self.ids.contains(&id)
             && !self.clusters.contains(&id.cluster)
-            && !str_of(ad, "Owner").is_some_and(|o| self.owners.iter().any(|w| *w == o))
+            && !str_of(ad, "Owner").is_some_and(|o| self.owners.contains(&o))
         {
             return false;
         }
@@ -530,6 +524,12 @@ impl JobFilter {
             None => true,
         }
     }
+}
+
+fn set_now(ev: &mut Evaluator, now: i64) {
+    let mut opts = *ev.options();
+    opts.now = now as f64;
+    ev.set_options(opts);
 }
 
 fn history_row(id: JobId, ad: &ClassAd, now: i64) -> HistoryRow {

@@ -2,6 +2,8 @@
 //! is acknowledged survives a reopen, changes reach the history and the
 //! user log, and refused changes leave no trace.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use classad::ClassAd;
@@ -316,21 +318,52 @@ fn batch_view_groups_by_owner_and_batch_and_counts_jobs_that_left() {
     let b2 = submit(&mut s, "ann", 1, "JobBatchName = \"sweep\";", None);
     let bob = submit(&mut s, "bob", 1, "", None);
     let ann = Actor::user("ann");
-    s.act(Action::Remove, &Selector::Jobs(vec![JobId::new(a, 0)]), &ann, None, T0)
-        .unwrap();
-    s.act(Action::Hold, &Selector::Jobs(vec![JobId::new(a, 1)]), &ann, None, T0)
-        .unwrap();
+    s.act(
+        Action::Remove,
+        &Selector::Jobs(vec![JobId::new(a, 0)]),
+        &ann,
+        None,
+        T0,
+    )
+    .unwrap();
+    s.act(
+        Action::Hold,
+        &Selector::Jobs(vec![JobId::new(a, 1)]),
+        &ann,
+        None,
+        T0,
+    )
+    .unwrap();
     let rows = s.batches(&JobFilter::default(), T0);
-    let summary: Vec<(String, String, u64, u64, u64, (u32, u32), (u32, u32))> = rows
+    type Row = (String, String, u64, u64, u64, (u32, u32), (u32, u32));
+    let summary: Vec<Row> = rows
         .iter()
-        .map(|r| (r.owner.clone(), r.name.clone(), r.idle, r.held, r.done, r.first, r.last))
+        .map(|r| {
+            (
+                r.owner.clone(),
+                r.name.clone(),
+                r.idle,
+                r.held,
+                r.done,
+                r.first,
+                r.last,
+            )
+        })
         .collect();
     assert_eq!(
         summary,
         [
             ("ann".into(), format!("ID: {a}"), 1, 1, 1, (a, 1), (a, 2)),
             ("ann".into(), "sweep".into(), 3, 0, 0, (b1, 0), (b2, 0)),
-            ("bob".into(), format!("ID: {bob}"), 1, 0, 0, (bob, 0), (bob, 0)),
+            (
+                "bob".into(),
+                format!("ID: {bob}"),
+                1,
+                0,
+                0,
+                (bob, 0),
+                (bob, 0)
+            ),
         ]
     );
     let only_bob = JobFilter {

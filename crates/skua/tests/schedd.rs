@@ -2,6 +2,8 @@
 //! SIGKILL, the queue tools, authorization between users, the periodic
 //! policy and the user log, through the real binaries.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
