@@ -610,7 +610,20 @@ pub fn format_long(ads: &[ClassAd], _now: i64) -> String {
 
 /// HTCondor's JSON spelling of an expression that is not a literal.
 fn json_expr(text: &str) -> Json {
-    Json::String(format!("/Expr({text})/"))
+    Json::String(format!("{EXPR_OPEN}{text}{EXPR_CLOSE}"))
+}
+
+/// Markers around an expression's text inside a JSON string, replaced
+/// after serialization by HTCondor's `\/Expr(` and `)\/`: its JSON reader
+/// recognizes expressions only with the slashes escaped.
+const EXPR_OPEN: &str = "\u{1}SKUA-EXPR(";
+const EXPR_CLOSE: &str = ")SKUA-EXPR\u{1}";
+
+/// A JSON value's text with HTCondor's expression strings.
+fn json_text(j: &Json) -> String {
+    j.to_string()
+        .replace("\"\\u0001SKUA-EXPR(", "\"\\/Expr(")
+        .replace(")SKUA-EXPR\\u0001\"", ")\\/\"")
 }
 
 fn json_value(v: &Value) -> Json {
@@ -670,7 +683,7 @@ pub fn format_json(ads: &[ClassAd], _now: i64) -> String {
             out.push_str("  ");
             out.push_str(&Json::String(n.as_str().to_string()).to_string());
             out.push_str(": ");
-            out.push_str(&json_of(e).to_string());
+            out.push_str(&json_text(&json_of(e)));
             if j + 1 < attrs.len() {
                 out.push(',');
             }
@@ -939,7 +952,7 @@ Name = \"slot2@a\"
   "Neg": -3,
   "Nested": {"a":1},
   "Nothing": null,
-  "Requirements": "/Expr(Memory > 1024)/"
+  "Requirements": "\/Expr(Memory > 1024)\/"
 }
 ,
 {
@@ -950,6 +963,10 @@ Name = \"slot2@a\"
         );
         let parsed: Json = serde_json::from_str(&out).expect("valid JSON");
         assert_eq!(parsed[0]["Memory"], Json::from(2048));
+        assert_eq!(
+            parsed[0]["Requirements"],
+            Json::from("/Expr(Memory > 1024)/")
+        );
         assert_eq!(format_json(&[], NOW), "[\n]\n");
         let empty: Json = serde_json::from_str(&format_json(&[], NOW)).expect("valid JSON");
         assert_eq!(empty, Json::Array(vec![]));

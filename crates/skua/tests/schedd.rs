@@ -452,3 +452,90 @@ fn periodic_remove_and_hold_fire() {
     assert!(hist.contains(&format!("{rm} ")), "{hist}");
     assert!(hist.contains("PeriodicRemove"), "{hist}");
 }
+
+/// Runs `script` with python3 and HTCondor's bindings, feeding `input`;
+/// `None` (with a loud notice) when they are missing and not required.
+fn htcondor_python(script: &str, input: &str) -> Option<String> {
+    use std::io::Write as _;
+    let required = std::env::var("SKUA_REQUIRE_HTCONDOR_PY").is_ok_and(|v| v == "1");
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import classad2, htcondor2"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(!required, "python3 with HTCondor's bindings is required");
+        eprintln!("SKIPPED: python3 with HTCondor's bindings (classad2) is not available");
+        return None;
+    }
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "python: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn long_and_json_outputs_are_read_by_htcondors_bindings() {
+    let mut pool = Pool::new("bindings", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let c = submit(
+        &pool,
+        "b.sub",
+        "executable = /bin/sleep\narguments = \"one 'two three'\"\n+Project = \"x\\\"y\"\nqueue 2\n",
+    );
+    let long = pool.ok(&["q", "-l", &c.to_string()]);
+    let read_long = "import sys, classad2\n\
+        ads = [a for a in sys.stdin.read().split('\\n\\n') if a.strip()]\n\
+        for a in ads:\n\
+        \x20   ad = classad2.parseOne(a, classad2.ParserType.Old)\n\
+        \x20   print(ad['ClusterId'], ad['ProcId'], ad['Project'], ad.eval('RequestDisk') > 0, ad['Arguments'])\n";
+    if let Some(out) = htcondor_python(read_long, &long) {
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [
+                format!("{c} 0 x\"y True one two' 'three"),
+                format!("{c} 1 x\"y True one two' 'three")
+            ]
+        );
+    }
+    let json = pool.ok(&["q", "-json", &c.to_string()]);
+    // the array's elements, each read as it stands (json.dumps would drop
+    // the escaped slashes that mark expressions)
+    let read_json = "import sys, json, classad2\n\
+        text = sys.stdin.read()\n\
+        json.loads(text)\n\
+        for a in text.strip()[1:-1].split('\\n,\\n'):\n\
+        \x20   ad = classad2.parseOne(a, classad2.ParserType.JSON)\n\
+        \x20   print(ad['ProcId'], ad.eval('RequestDisk') > 0, type(ad.lookup('Requirements')).__name__)\n";
+    if let Some(out) = htcondor_python(read_json, &json) {
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["0 True ExprTree", "1 True ExprTree"],
+            "expressions must come back as expressions"
+        );
+    }
+    pool.ok(&["rm", &c.to_string()]);
+    let hist = pool.ok(&["history", "-l"]);
+    let read_hist = "import sys, classad2\n\
+        ads = [a for a in sys.stdin.read().split('\\n\\n') if a.strip()]\n\
+        print(sorted(classad2.parseOne(a, classad2.ParserType.Old)['JobStatus'] for a in ads))\n";
+    if let Some(out) = htcondor_python(read_hist, &hist) {
+        assert_eq!(out.trim(), "[3, 3]");
+    }
+}
