@@ -252,9 +252,34 @@ impl Queue {
     /// (the evaluator's clock is set to `now` for the pass). See the
     /// module documentation for the rules.
     pub fn plan_periodic(&self, ev: &mut Evaluator, now: i64, system: &SystemPolicy) -> Txn {
+        self.plan_periodic_of(ev, now, system, self.jobs())
+    }
+
+    /// [`Queue::plan_periodic`] for the named jobs only (those a state
+    /// change just touched); ids no longer in the queue are skipped.
+    pub fn plan_periodic_jobs(
+        &self,
+        ev: &mut Evaluator,
+        now: i64,
+        system: &SystemPolicy,
+        ids: &[JobId],
+    ) -> Txn {
+        let jobs = ids
+            .iter()
+            .filter_map(|id| self.jobs.get(id).map(|ad| (*id, ad)));
+        self.plan_periodic_of(ev, now, system, jobs)
+    }
+
+    fn plan_periodic_of<'a>(
+        &'a self,
+        ev: &mut Evaluator,
+        now: i64,
+        system: &SystemPolicy,
+        jobs: impl Iterator<Item = (JobId, &'a ClassAd)>,
+    ) -> Txn {
         let clock = Clock::set(ev, now);
         let mut p = Planner::new(self);
-        for (id, ad) in self.jobs() {
+        for (id, ad) in jobs {
             if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
                 continue;
             }

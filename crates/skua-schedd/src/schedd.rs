@@ -230,6 +230,39 @@ impl Schedd {
         Ok(())
     }
 
+    /// Commits `txn`, then evaluates the periodic policy of the jobs it
+    /// touched (a state change is a moment to check it, as the interval
+    /// is), committing what that decides as a second transaction.
+    fn commit_then_policy(&mut self, txn: Txn, now: i64) -> Result<(), ScheddError> {
+        let mut touched: Vec<JobId> = txn
+            .mutations
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::NewJob { id, .. }
+                | Mutation::SetAttr { id, .. }
+                | Mutation::DeleteAttr { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect();
+        touched.dedup();
+        self.commit(txn, now)?;
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let policy = self.settings.system_policy.clone();
+        let mut ev = self.take_evaluator(now);
+        let follow = self
+            .queue
+            .plan_periodic_jobs(&mut ev, now, &policy, &touched);
+        self.ev = ev;
+        if let Err(e) = self.commit(follow, now) {
+            // the requested change is committed; the policy runs again at
+            // the next interval
+            tracing::error!("periodic policy after a change: {e}");
+        }
+        Ok(())
+    }
+
     /// Back to the store's state.
     fn reload(&mut self) {
         match Self::recover(&self.store) {
@@ -325,7 +358,7 @@ impl Schedd {
             .queue
             .plan_submit(cluster, jobs, owner, now, &self.settings.submit_host)?;
         tracing::debug!("submit of {n} job(s) planned in {:?}", t_plan.elapsed());
-        self.commit(txn, now)?;
+        self.commit_then_policy(txn, now)?;
         Ok(n)
     }
 
@@ -339,7 +372,7 @@ impl Schedd {
         now: i64,
     ) -> Result<ActionReport, ScheddError> {
         let (txn, report) = self.queue.plan_action(action, sel, who, now, reason)?;
-        self.commit(txn, now)?;
+        self.commit_then_policy(txn, now)?;
         Ok(report)
     }
 
@@ -353,7 +386,7 @@ impl Schedd {
         now: i64,
     ) -> Result<usize, ScheddError> {
         let (txn, n) = self.queue.plan_set_attr(sel, who, name, value, now)?;
-        self.commit(txn, now)?;
+        self.commit_then_policy(txn, now)?;
         Ok(n)
     }
 

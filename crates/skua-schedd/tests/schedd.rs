@@ -372,3 +372,33 @@ fn batch_view_groups_by_owner_and_batch_and_counts_jobs_that_left() {
     };
     assert_eq!(s.batches(&only_bob, T0).len(), 1);
 }
+
+#[test]
+fn the_periodic_policy_is_checked_at_each_state_change_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    // true from the start: checked when the job arrives
+    let c = submit(
+        &mut s,
+        "ann",
+        1,
+        "JobPrio = 0; PeriodicHold = JobPrio > 5;",
+        None,
+    );
+    let j = JobId::new(c, 0);
+    assert_eq!(status(&s, j), Some(1));
+    // an edit that makes it true takes effect at once, not at the next pass
+    s.set_attr(
+        &Selector::Jobs(vec![j]),
+        &Actor::user("ann"),
+        "JobPrio",
+        "9",
+        T0 + 1,
+    )
+    .unwrap();
+    assert_eq!(status(&s, j), Some(5));
+    assert_eq!(attr(&mut s, j, "HoldReasonCode").as_deref(), Some("3"));
+    let gone = submit(&mut s, "ann", 2, "PeriodicRemove = true;", None);
+    assert_eq!(s.queue().job(JobId::new(gone, 0)), None);
+    assert_eq!(s.queue().job(JobId::new(gone, 1)), None);
+}
