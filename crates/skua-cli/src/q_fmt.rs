@@ -69,29 +69,10 @@ fn long_date(t: i64, utc_offset: i64) -> String {
     )
 }
 
-/// Unix seconds to (year, month, day, hour, minute, second), proleptic
-/// Gregorian.
+/// Unix seconds to (year, month, day, hour, minute, second).
 fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = if m <= 2 { y + 1 } else { y };
-    (
-        y,
-        m,
-        d,
-        (secs / 3600) as u32,
-        ((secs % 3600) / 60) as u32,
-        (secs % 60) as u32,
-    )
+    let tm = classad::time::broken_down(t, 0);
+    (tm.year, tm.mon + 1, tm.mday, tm.hour, tm.min, tm.sec)
 }
 
 /// `D+HH:MM:SS`.

@@ -27,12 +27,7 @@ pub(crate) fn current_user() -> String {
 
 /// The local time zone's offset from UTC at `t`.
 pub(crate) fn utc_offset(t: i64) -> i64 {
-    use chrono::TimeZone as _;
-    chrono::Local
-        .timestamp_opt(t, 0)
-        .single()
-        .map(|d| i64::from(d.offset().local_minus_utc()))
-        .unwrap_or(0)
+    i64::from(skua_schedd::userlog::local_utc_offset(t))
 }
 
 fn is_job_ref(s: &str) -> bool {

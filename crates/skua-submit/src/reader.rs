@@ -11,8 +11,9 @@ use skua_config::{
 
 use crate::job::{self, JobCtx};
 use crate::queue::{self, ForeachMode, QueueArgs};
-use crate::scope::{civil_from_days, Scope, Table};
+use crate::scope::{Scope, Table};
 use crate::{ClusterJobs, FileSource, Submission, SubmitError, SubmitOptions};
+use classad::time::civil_from_days;
 
 /// Include nesting allowed.
 const MAX_INCLUDE_DEPTH: usize = 20;
