@@ -51,13 +51,7 @@ pub fn run(cmd: ClassadCommand) -> ExitCode {
 
 /// The system's local time zone, as the evaluator's time-zone function.
 pub fn local_zone(t: i64) -> i32 {
-    use chrono::{Offset, TimeZone};
-    match chrono::Local.timestamp_opt(t, 0) {
-        chrono::LocalResult::Single(dt) | chrono::LocalResult::Ambiguous(dt, _) => {
-            dt.offset().fix().local_minus_utc()
-        }
-        chrono::LocalResult::None => 0,
-    }
+    skua_daemon::local_utc_offset(t)
 }
 
 fn now() -> f64 {

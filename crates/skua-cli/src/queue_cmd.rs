@@ -27,7 +27,7 @@ pub(crate) fn current_user() -> String {
 
 /// The local time zone's offset from UTC at `t`.
 pub(crate) fn utc_offset(t: i64) -> i64 {
-    i64::from(skua_schedd::userlog::local_utc_offset(t))
+    i64::from(skua_daemon::local_utc_offset(t))
 }
 
 fn is_job_ref(s: &str) -> bool {

@@ -21,6 +21,18 @@ pub use address::{
 pub use advertise::Advertiser;
 pub use context::{DaemonContext, DaemonError};
 
+/// The host's local time zone: its offset from UTC (seconds east) at `t`,
+/// the time-zone input of the ClassAd evaluator and the job event log.
+pub fn local_utc_offset(t: i64) -> i32 {
+    use chrono::{Offset, TimeZone};
+    match chrono::Local.timestamp_opt(t, 0) {
+        chrono::LocalResult::Single(dt) | chrono::LocalResult::Ambiguous(dt, _) => {
+            dt.offset().fix().local_minus_utc()
+        }
+        chrono::LocalResult::None => 0,
+    }
+}
+
 /// Seconds since the Unix epoch, from the system clock (daemons only: the
 /// cores take time as an argument).
 pub fn now_secs() -> i64 {

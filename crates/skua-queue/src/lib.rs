@@ -56,7 +56,7 @@ use std::str::FromStr;
 pub use mutation::{Mutation, Txn};
 pub use plan::{Action, ActionReport, Actor, Outcome, ReportEntry, Selector, Target};
 pub use policy::{ExitInfo, SystemPolicy};
-pub use queue::{Queue, SubmitterCounts};
+pub use queue::{int_attr, str_attr, Queue, SubmitterCounts};
 pub use userlog::UserLogEvent;
 
 /// A job's id: cluster and proc (`12.3`). Ordered by cluster, then proc.

@@ -76,14 +76,16 @@ struct Undo {
     next_cluster: Option<u32>,
 }
 
-pub(crate) fn int_attr(ad: &ClassAd, name: &str) -> Option<i64> {
+/// A literal integer attribute (through the chain).
+pub fn int_attr(ad: &ClassAd, name: &str) -> Option<i64> {
     match ad.lookup(name)? {
         Expr::Lit(v) => v.as_int(),
         _ => None,
     }
 }
 
-pub(crate) fn str_attr(ad: &ClassAd, name: &str) -> Option<String> {
+/// A literal string attribute (through the chain).
+pub fn str_attr(ad: &ClassAd, name: &str) -> Option<String> {
     match ad.lookup(name)? {
         Expr::Lit(v) => v.as_string(),
         _ => None,

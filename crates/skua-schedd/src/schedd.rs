@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use classad::{ClassAd, EvalOptions, Evaluator, Expr};
 use skua_queue::{
-    Action, ActionReport, Actor, JobId, Mutation, Queue, QueueError, Selector, SystemPolicy, Txn,
+    int_attr, str_attr, Action, ActionReport, Actor, JobId, Mutation, Queue, QueueError, Selector,
+    SystemPolicy, Txn,
 };
 
 use crate::store::{Changes, HistoryRow, Store, StoreError};
@@ -158,7 +159,12 @@ impl Schedd {
         let log_paths: Vec<(JobId, Option<String>)> = txn
             .events
             .iter()
-            .map(|(id, _)| (*id, self.queue.job(*id).and_then(|a| str_of(a, "UserLog"))))
+            .map(|(id, _)| {
+                (
+                    *id,
+                    self.queue.job(*id).and_then(|a| str_attr(a, "UserLog")),
+                )
+            })
             .collect();
         // Apply in memory, catching each job that leaves for the history
         // in its final state (after the transaction's earlier mutations).
@@ -200,7 +206,7 @@ impl Schedd {
         // Each log is appended to once per commit, its events in order.
         let mut texts: Vec<(String, String)> = Vec::new();
         for ((id, event), (_, before)) in txn.events.iter().zip(log_paths) {
-            let path = before.or_else(|| self.queue.job(*id).and_then(|a| str_of(a, "UserLog")));
+            let path = before.or_else(|| self.queue.job(*id).and_then(|a| str_attr(a, "UserLog")));
             if let Some(path) = path {
                 let text = self.userlog.text(*id, event, now);
                 match texts.iter_mut().find(|(p, _)| *p == path) {
@@ -430,8 +436,9 @@ impl Schedd {
                 continue;
             }
             *present.entry(id.cluster).or_default() += 1;
-            let owner = str_of(ad, "Owner").unwrap_or_default();
-            let name = str_of(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {}", id.cluster));
+            let owner = str_attr(ad, "Owner").unwrap_or_default();
+            let name =
+                str_attr(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {}", id.cluster));
             let i = match &last_key {
                 Some((k, i)) if k.0 == owner && k.1 == name => *i,
                 _ => {
@@ -451,7 +458,7 @@ impl Schedd {
                 }
             };
             let row = &mut rows[i];
-            row.submitted = row.submitted.min(int_of(ad, "QDate").unwrap_or(0));
+            row.submitted = row.submitted.min(int_attr(ad, "QDate").unwrap_or(0));
             row.last = (id.cluster, id.proc);
             match self.queue.status(id).map(|s| s.code()) {
                 Some(1) => row.idle += 1,
@@ -475,7 +482,7 @@ impl Schedd {
                 let submitted = self
                     .queue
                     .cluster_ad(c)
-                    .and_then(|a| int_of(a, "TotalSubmitProcs"))
+                    .and_then(|a| int_attr(a, "TotalSubmitProcs"))
                     .unwrap_or(0);
                 row.done += (submitted - *n as i64).max(0) as u64;
             }
@@ -548,7 +555,7 @@ impl JobFilter {
         if !named
             && !self.ids.contains(&id)
             && !self.clusters.contains(&id.cluster)
-            && !str_of(ad, "Owner").is_some_and(|o| self.owners.contains(&o))
+            && !str_attr(ad, "Owner").is_some_and(|o| self.owners.contains(&o))
         {
             return false;
         }
@@ -570,8 +577,8 @@ fn history_row(id: JobId, ad: &ClassAd, now: i64) -> HistoryRow {
     HistoryRow {
         cluster: id.cluster,
         proc: id.proc,
-        owner: str_of(&flat, "Owner").unwrap_or_default(),
-        completion: int_of(&flat, "CompletionDate")
+        owner: str_attr(&flat, "Owner").unwrap_or_default(),
+        completion: int_attr(&flat, "CompletionDate")
             .filter(|t| *t > 0)
             .unwrap_or(now),
         ad: classad::unparse_ad(&flat),
@@ -590,18 +597,4 @@ fn project(ad: &ClassAd, projection: &[String]) -> String {
         }
     }
     classad::unparse_ad(&out)
-}
-
-fn str_of(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.lookup(name) {
-        Some(Expr::Lit(v)) => v.as_string(),
-        _ => None,
-    }
-}
-
-fn int_of(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.lookup(name) {
-        Some(Expr::Lit(v)) => v.as_int(),
-        _ => None,
-    }
 }

@@ -17,16 +17,6 @@ pub struct UserLogWriter {
     utc_offset: Option<fn(i64) -> i32>,
 }
 
-/// The local time zone's offset from UTC (seconds east) at `t`.
-pub fn local_utc_offset(t: i64) -> i32 {
-    use chrono::TimeZone as _;
-    chrono::Local
-        .timestamp_opt(t, 0)
-        .single()
-        .map(|d| d.offset().local_minus_utc())
-        .unwrap_or(0)
-}
-
 impl UserLogWriter {
     /// A writer stamping events in the time zone `utc_offset` gives (the
     /// host's local time when `None`, as HTCondor does).
@@ -40,7 +30,7 @@ impl UserLogWriter {
             event,
             id,
             now,
-            self.utc_offset.unwrap_or(local_utc_offset),
+            self.utc_offset.unwrap_or(skua_daemon::local_utc_offset),
             &skua_queue::userlog::FormatOptions::default(),
         )
     }
