@@ -90,6 +90,15 @@ fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, DaemonError
         .ok_or_else(|| DaemonError::Net(format!("{hp} has no address")))
 }
 
+/// Parses an address as daemons publish it: `<ip:port>` (HTCondor's
+/// sinful string, parameters after `?` ignored) or `ip:port`.
+pub fn parse_sinful(address: &str) -> Result<SocketAddr, DaemonError> {
+    let hp = address.trim().trim_start_matches('<').trim_end_matches('>');
+    let hp = hp.split('?').next().unwrap_or(hp);
+    hp.parse()
+        .map_err(|_| DaemonError::Net(format!("{address:?} is not an address (<ip:port>)")))
+}
+
 /// Where a daemon is found, read from the configuration once (so it can
 /// move between threads; the configuration itself cannot).
 #[derive(Clone, Debug)]
@@ -253,6 +262,28 @@ impl DaemonContext {
             _ => self.daemon_token.clone(),
         };
         Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+    }
+
+    /// A client for the daemon at `address` (HTCondor's sinful string
+    /// `<ip:port>` from an ad's `MyAddress`, or plain `ip:port`), speaking
+    /// with this daemon's token: plain TCP to a loopback address, TLS
+    /// (trusting `AUTH_SSL_CLIENT_CAFILE`) otherwise.
+    pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
+        let addr = parse_sinful(address)?;
+        let endpoint = if addr.ip().is_loopback() {
+            Endpoint::Tcp(addr)
+        } else {
+            let Some(ca) = self.knob("AUTH_SSL_CLIENT_CAFILE")? else {
+                return Err(DaemonError::Config(format!(
+                    "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
+                )));
+            };
+            let pem =
+                std::fs::read_to_string(&ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?;
+            Endpoint::Tls(addr, pem)
+        };
+        Client::new(endpoint, self.daemon_token.clone(), timeout)
+            .map_err(|e| DaemonError::Net(e.to_string()))
     }
 
     /// The TCP listener of this daemon: `listen_addr(port)`, with TLS

@@ -14,17 +14,31 @@ mod auth;
 mod collector;
 mod error;
 mod master;
+mod negotiator;
 pub mod routes;
 mod schedd;
+mod shadow;
+mod startd;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
 pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
 pub use error::{ErrorBody, ErrorCode};
 pub use master::{CommandReply, DaemonCommand, MasterCommand};
+pub use negotiator::{
+    MatchInfo, Matches, Reschedule, ResourceRequest, ResourceRequests, ResourceRequestsReply,
+};
 pub use routes::Route;
 pub use schedd::{
     BatchRow, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
+};
+pub use shadow::{
+    BeginReply, EntryKind, InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage,
+    OutputFileMeta, RunOutcome, ShadowBegin, UpdateKind, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+};
+pub use startd::{
+    ActivateRequest, ClaimReply, ClaimRequest, DeactivateRequest, MatchNotice, ReleaseRequest,
+    StarterSpec,
 };
 
 use serde::{Deserialize, Serialize};

@@ -99,6 +99,102 @@ pub const SCHEDD_SET_ATTRIBUTE: Route = Route {
     level: Some(AuthLevel::Write),
 };
 
+/// `POST /schedd/resource_requests` with [`crate::ResourceRequests`] →
+/// [`crate::ResourceRequestsReply`].
+pub const SCHEDD_RESOURCE_REQUESTS: Route = Route {
+    method: "POST",
+    path: "/schedd/resource_requests",
+    level: Some(AuthLevel::Negotiator),
+};
+
+/// `POST /schedd/matches` with [`crate::Matches`] → [`crate::Ack`].
+pub const SCHEDD_MATCHES: Route = Route {
+    method: "POST",
+    path: "/schedd/matches",
+    level: Some(AuthLevel::Negotiator),
+};
+
+/// `POST /negotiator/reschedule` with [`crate::Reschedule`] → [`crate::Ack`].
+pub const NEGOTIATOR_RESCHEDULE: Route = Route {
+    method: "POST",
+    path: "/negotiator/reschedule",
+    level: Some(AuthLevel::Write),
+};
+
+/// `POST /startd/match` with [`crate::MatchNotice`] → [`crate::Ack`].
+pub const STARTD_MATCH: Route = Route {
+    method: "POST",
+    path: "/startd/match",
+    level: Some(AuthLevel::Negotiator),
+};
+
+/// `POST /startd/claim` with [`crate::ClaimRequest`] → [`crate::ClaimReply`].
+pub const STARTD_CLAIM: Route = Route {
+    method: "POST",
+    path: "/startd/claim",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /startd/activate` with [`crate::ActivateRequest`] → [`crate::Ack`].
+pub const STARTD_ACTIVATE: Route = Route {
+    method: "POST",
+    path: "/startd/activate",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /startd/deactivate` with [`crate::DeactivateRequest`] →
+/// [`crate::Ack`].
+pub const STARTD_DEACTIVATE: Route = Route {
+    method: "POST",
+    path: "/startd/deactivate",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /startd/release` with [`crate::ReleaseRequest`] → [`crate::Ack`].
+pub const STARTD_RELEASE: Route = Route {
+    method: "POST",
+    path: "/startd/release",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /shadow/begin` with [`crate::ShadowBegin`] → [`crate::BeginReply`].
+pub const SHADOW_BEGIN: Route = Route {
+    method: "POST",
+    path: "/shadow/begin",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /shadow/input_file` with [`crate::InputFileRequest`] → the file's
+/// bytes (`application/octet-stream`).
+pub const SHADOW_INPUT_FILE: Route = Route {
+    method: "POST",
+    path: "/shadow/input_file",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /shadow/output_file` with an [`crate::OutputFileMeta`] in the
+/// [`crate::TRANSFER_HEADER`] header and the file's bytes as body →
+/// [`crate::Ack`].
+pub const SHADOW_OUTPUT_FILE: Route = Route {
+    method: "POST",
+    path: "/shadow/output_file",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /shadow/update` with [`crate::JobUpdate`] → [`crate::Ack`].
+pub const SHADOW_UPDATE: Route = Route {
+    method: "POST",
+    path: "/shadow/update",
+    level: Some(AuthLevel::Daemon),
+};
+
+/// `POST /shadow/exit` with [`crate::JobExit`] → [`crate::Ack`].
+pub const SHADOW_EXIT: Route = Route {
+    method: "POST",
+    path: "/shadow/exit",
+    level: Some(AuthLevel::Daemon),
+};
+
 /// Every route defined so far.
 pub const ALL: &[Route] = &[
     HELLO,
@@ -112,6 +208,19 @@ pub const ALL: &[Route] = &[
     SCHEDD_HISTORY,
     SCHEDD_ACT,
     SCHEDD_SET_ATTRIBUTE,
+    SCHEDD_RESOURCE_REQUESTS,
+    SCHEDD_MATCHES,
+    NEGOTIATOR_RESCHEDULE,
+    STARTD_MATCH,
+    STARTD_CLAIM,
+    STARTD_ACTIVATE,
+    STARTD_DEACTIVATE,
+    STARTD_RELEASE,
+    SHADOW_BEGIN,
+    SHADOW_INPUT_FILE,
+    SHADOW_OUTPUT_FILE,
+    SHADOW_UPDATE,
+    SHADOW_EXIT,
 ];
 
 #[cfg(test)]

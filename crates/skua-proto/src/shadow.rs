@@ -1,0 +1,197 @@
+//! Shadow messages: what a starter says to the schedd's shadow of its job.
+//!
+//! Every request carries the claim id under which the job was activated;
+//! the schedd answers only for a job it activated under that claim
+//! (`NotFound` otherwise). The calls come in this order: [`ShadowBegin`],
+//! one [`InputFileRequest`] per input entry that is a file, then
+//! [`JobUpdate`] (`executing`, then periodically), one output upload per
+//! output file, and last [`JobExit`].
+//!
+//! Files travel as raw bytes (`application/octet-stream`), never whole in
+//! memory: `POST /shadow/input_file` answers with the file's bytes;
+//! `POST /shadow/output_file` carries an [`OutputFileMeta`] as JSON in the
+//! [`TRANSFER_HEADER`] header and the file's bytes as the body.
+
+use serde::{Deserialize, Serialize};
+
+/// The header carrying an [`OutputFileMeta`] on `POST /shadow/output_file`.
+pub const TRANSFER_HEADER: &str = "Skua-Transfer";
+
+/// The name of the job's standard output in its scratch directory, as the
+/// starter sends it back (the shadow writes it to the job's `Out`).
+pub const STDOUT_NAME: &str = "_condor_stdout";
+/// The name of the job's standard error in its scratch directory.
+pub const STDERR_NAME: &str = "_condor_stderr";
+
+/// `POST /shadow/begin` (DAEMON): the starter has the job and asks what to
+/// fetch. `transfer` is false when the job runs on a shared file system
+/// (`should_transfer_files = NO`, or `IF_NEEDED` with the same
+/// `FileSystemDomain`): then no input entries are returned and no output
+/// is sent back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowBegin {
+    /// The claim.
+    pub claim_id: String,
+    /// `"C.P"`.
+    pub job_id: String,
+    /// Whether files are transferred.
+    pub transfer: bool,
+    /// The execute machine's name (`slot1@host`), for RemoteHost.
+    pub slot: String,
+}
+
+/// What an input entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A regular file: fetch it with [`InputFileRequest`].
+    File,
+    /// A directory to create (entries inside it follow it).
+    Dir,
+}
+
+/// One entry of the input sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputEntry {
+    /// Its path inside the scratch directory: relative, `/`-separated, no
+    /// `..` component (the starter refuses any other).
+    pub path: String,
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Size in bytes (files).
+    #[serde(default)]
+    pub size: u64,
+    /// Unix permission bits.
+    #[serde(default)]
+    pub mode: u32,
+    /// This entry is the job's executable (run as `./<path>`).
+    #[serde(default)]
+    pub executable: bool,
+    /// This entry is the job's standard input.
+    #[serde(default)]
+    pub stdin: bool,
+}
+
+/// The reply to [`ShadowBegin`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginReply {
+    /// The input sandbox, directories before their contents.
+    pub inputs: Vec<InputEntry>,
+}
+
+/// `POST /shadow/input_file` (DAEMON): the bytes of input entry `index`
+/// (of [`BeginReply::inputs`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFileRequest {
+    /// The claim.
+    pub claim_id: String,
+    /// The entry's index.
+    pub index: usize,
+}
+
+/// The header of `POST /shadow/output_file` (DAEMON): one output file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputFileMeta {
+    /// The claim.
+    pub claim_id: String,
+    /// Its path relative to the scratch directory (`out.txt`,
+    /// `results/a.dat`, [`STDOUT_NAME`], [`STDERR_NAME`]).
+    pub name: String,
+    /// Unix permission bits.
+    #[serde(default)]
+    pub mode: u32,
+}
+
+/// Resource usage of the job's processes, as the starter measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobUsage {
+    /// Peak virtual size of the process tree, KiB (`ImageSize`).
+    #[serde(default)]
+    pub image_size_kb: u64,
+    /// Peak resident set size, KiB (`ResidentSetSize`).
+    #[serde(default)]
+    pub resident_set_size_kb: u64,
+    /// User CPU seconds of the job's processes (`RemoteUserCpu`).
+    #[serde(default)]
+    pub user_cpu_secs: f64,
+    /// System CPU seconds (`RemoteSysCpu`).
+    #[serde(default)]
+    pub sys_cpu_secs: f64,
+    /// Seconds since the job's process started.
+    #[serde(default)]
+    pub wall_secs: f64,
+}
+
+/// What a [`JobUpdate`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateKind {
+    /// The job's process started (the shadow writes the execute event).
+    Executing,
+    /// Periodic usage.
+    Usage,
+    /// The job was suspended.
+    Suspended,
+    /// The job was continued.
+    Unsuspended,
+}
+
+/// `POST /shadow/update` (DAEMON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobUpdate {
+    /// The claim.
+    pub claim_id: String,
+    /// What happened.
+    pub kind: UpdateKind,
+    /// Usage so far.
+    #[serde(default)]
+    pub usage: JobUsage,
+}
+
+/// How a job's run ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "how")]
+pub enum RunOutcome {
+    /// The process exited by itself with this code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// The process was killed by a signal it was not sent by Skua.
+    Signaled {
+        /// The signal number.
+        signal: i32,
+        /// Whether it dumped core.
+        #[serde(default)]
+        core_dumped: bool,
+    },
+    /// Skua stopped the job (vacate, kill, release): it goes back to Idle.
+    Evicted {
+        /// Why.
+        reason: String,
+    },
+    /// The job could not run through no fault of its own code (a transfer
+    /// failed, the scratch directory could not be made, the executable is
+    /// missing...): the shadow retries it elsewhere or holds it.
+    Failed {
+        /// What failed, naming the file or step.
+        reason: String,
+        /// True when retrying cannot help (the executable does not exist
+        /// on the submit side...): the job is held at once.
+        #[serde(default)]
+        permanent: bool,
+    },
+}
+
+/// `POST /shadow/exit` (DAEMON): the job's run is over; every output file
+/// has been sent. The starter exits after the reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobExit {
+    /// The claim.
+    pub claim_id: String,
+    /// How it ended.
+    pub outcome: RunOutcome,
+    /// Usage at the end.
+    #[serde(default)]
+    pub usage: JobUsage,
+}

@@ -1,0 +1,115 @@
+//! Startd messages: the negotiator's match notice, and the schedd claiming,
+//! activating, deactivating and releasing a slot; the starter's spec.
+//!
+//! A claim id is a secret: the negotiator makes it (at least 128 random
+//! bits, URL-safe text) and gives it to the startd ([`MatchNotice`]) and to
+//! the schedd, and nobody else. Every later request names the claim by it;
+//! a wrong id is refused with `NotFound` and changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /startd/match` (NEGOTIATOR): the negotiator matched `slot` to a
+/// job of `submitter`. The startd puts the slot in the Matched state bound
+/// to `claim_id`; it goes back to Unclaimed if no claim arrives within
+/// `MATCH_TIMEOUT` seconds. Refused with `Conflict` when the slot is not
+/// Unclaimed (the match is stale).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchNotice {
+    /// The slot's `Name` (`slot1@host`; a partitionable slot's own name).
+    pub slot: String,
+    /// The new claim id.
+    pub claim_id: String,
+    /// The submitter (`user@uiddomain`) the slot was matched for.
+    pub submitter: String,
+    /// The schedd's address (`<ip:port>`).
+    pub schedd_addr: String,
+}
+
+/// `POST /startd/claim` (DAEMON): the schedd claims the slot matched under
+/// `claim_id` for a job. The startd evaluates START with the slot ad as MY
+/// and the job ad as TARGET and both Requirements against its current state
+/// (the match may be stale) and refuses with `Conflict` ("stale match: ...")
+/// if they do not hold. A partitionable slot carves a dynamic slot sized by
+/// the job's RequestCpus, RequestMemory and RequestDisk; the claim then
+/// belongs to the dynamic slot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRequest {
+    /// The claim id from the match.
+    pub claim_id: String,
+    /// The job ad (canonical new-style text).
+    pub job_ad: String,
+    /// The schedd's address (`<ip:port>`).
+    pub schedd_addr: String,
+}
+
+/// The reply to [`ClaimRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimReply {
+    /// The claimed slot's `Name` (a dynamic slot's: `slot1_1@host`).
+    pub slot: String,
+    /// The claimed slot's ad, canonical new-style text.
+    pub slot_ad: String,
+}
+
+/// `POST /startd/activate` (DAEMON): run a job on a claimed, idle slot.
+/// The startd spawns a starter and answers once it runs; the slot is then
+/// Claimed/Busy. The same claim may be activated again after the job ends
+/// (claim reuse) for another job of the same submitter, as long as the
+/// startd's policy still accepts it (START and both Requirements hold;
+/// `Conflict` otherwise).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivateRequest {
+    /// The claim.
+    pub claim_id: String,
+    /// The job ad (canonical new-style text).
+    pub job_ad: String,
+    /// `"C.P"`.
+    pub job_id: String,
+    /// The address (`<ip:port>`) of the schedd whose shadow serves the job.
+    pub shadow_addr: String,
+}
+
+/// `POST /startd/deactivate` (DAEMON): stop the job running under the claim
+/// and keep the claim. `graceful`: send the job its kill signal and give it
+/// `MachineMaxVacateTime` seconds (output is transferred back when the job
+/// asked `ON_EXIT_OR_EVICT`); otherwise kill it at once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeactivateRequest {
+    /// The claim.
+    pub claim_id: String,
+    /// Soft vacate instead of hard kill.
+    #[serde(default)]
+    pub graceful: bool,
+}
+
+/// `POST /startd/release` (DAEMON): give the claim up. A job still running
+/// under it is killed; the slot becomes Unclaimed (a dynamic slot is
+/// removed and its resources return to its partitionable slot).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// The claim.
+    pub claim_id: String,
+}
+
+/// What the startd hands a starter (`skuad starter`) on its standard input,
+/// as one JSON document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StarterSpec {
+    /// The claim (the starter presents it to the shadow).
+    pub claim_id: String,
+    /// `"C.P"`.
+    pub job_id: String,
+    /// The job ad, canonical new-style text.
+    pub job_ad: String,
+    /// The slot ad, canonical new-style text.
+    pub slot_ad: String,
+    /// The shadow's (schedd's) address, `<ip:port>`.
+    pub shadow_addr: String,
+    /// The directory in which the starter makes the job's own scratch
+    /// directory (`$(EXECUTE)`).
+    pub execute_dir: String,
+    /// The job's kill signal grace period on a soft vacate, in seconds
+    /// (the slot's `MachineMaxVacateTime`).
+    #[serde(default)]
+    pub max_vacate_secs: u64,
+}
