@@ -21,6 +21,7 @@ mod lexer;
 mod matching;
 mod name;
 mod parser;
+mod refs;
 pub mod time;
 mod unparse;
 mod value;
@@ -36,6 +37,7 @@ pub use parser::{
     parse_ad, parse_ad_with, parse_expr, parse_expr_bytes, parse_expr_with, parse_old_ad,
     parse_old_ad_with, parse_old_line, ParseOptions, MAX_DEPTH,
 };
+pub use refs::{attribute_references, references, References};
 pub use unparse::{
     format_real_old, quote_string, unparse, unparse_ad, unparse_old, unparse_old_value,
     unparse_value, Syntax,

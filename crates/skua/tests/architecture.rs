@@ -10,6 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("classad", &[]),
     ("skua-config", &[]),
     ("skua-queue", &["classad"]),
+    ("skua-negotiation", &["classad"]),
     ("skua-submit", &["classad", "skua-config"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
