@@ -37,6 +37,9 @@
 //!   non-admin acts only on their own jobs.
 //! - [`Queue::plan_set_attr`] — `condor_qedit`.
 //! - [`Queue::plan_periodic`] — the periodic job policy (user and system).
+//! - [`Queue::plan_start`], [`Queue::plan_executing`], [`Queue::plan_usage`],
+//!   [`Queue::plan_run_ended`] — a run on a claimed slot, as the shadow
+//!   reports it.
 //! - [`Queue::plan_exit`] — the exit policy when a job's process ends.
 //! - [`Queue::idle_jobs_in_order`], [`Queue::submitter_counts`],
 //!   [`Queue::query`]: what the schedd offers and advertises.
@@ -44,19 +47,24 @@
 //! The job event log's text format is in [`userlog`].
 
 pub mod attr;
+mod autocluster;
 mod mutation;
 mod plan;
 mod policy;
 mod queue;
+mod run;
 pub mod userlog;
 
 use std::fmt;
 use std::str::FromStr;
 
+pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};
 pub use plan::{Action, ActionReport, Actor, Outcome, ReportEntry, Selector, Target};
 pub use policy::{ExitInfo, SystemPolicy};
 pub use queue::{int_attr, str_attr, Queue, SubmitterCounts};
+pub use run::RunEnd;
+pub use userlog::Rusage;
 pub use userlog::UserLogEvent;
 
 /// A job's id: cluster and proc (`12.3`). Ordered by cluster, then proc.

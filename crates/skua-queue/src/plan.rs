@@ -241,7 +241,7 @@ impl<'q> Planner<'q> {
     }
 
     /// Deletes a proc attribute if the proc ad has it.
-    fn delete(&mut self, id: JobId, ad: &ClassAd, name: &str) {
+    pub(crate) fn delete(&mut self, id: JobId, ad: &ClassAd, name: &str) {
         if ad.lookup_own_sym(classad::intern(name)).is_some() {
             self.txn.mutations.push(Mutation::DeleteAttr {
                 id,
@@ -254,7 +254,7 @@ impl<'q> Planner<'q> {
         self.txn.events.push((id, e));
     }
 
-    fn new_status(&mut self, id: JobId, ad: &ClassAd, to: JobStatus, now: i64) {
+    pub(crate) fn new_status(&mut self, id: JobId, ad: &ClassAd, to: JobStatus, now: i64) {
         self.set_int(id, attr::LAST_JOB_STATUS, status_of(ad).code());
         self.set_int(id, attr::JOB_STATUS, to.code());
         self.set_int(id, attr::ENTERED_CURRENT_STATUS, now);

@@ -361,6 +361,7 @@ impl Queue {
             scratch.insert(*name, e.clone());
             p.set(id, name, e);
         }
+        self.account_run(&mut p, id, now, Some(&mut scratch));
 
         let mut ev = crate::plan::evaluator(now);
         let decision = if let Some(f) = periodic(&mut ev, &scratch, &SystemPolicy::default()) {

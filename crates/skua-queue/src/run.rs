@@ -1,0 +1,257 @@
+//! The running part of a job's life, as the schedd's shadow reports it:
+//! start on a claimed slot, execution, usage, and the ways a run ends other
+//! than the job's own exit ([`Queue::plan_exit`]): evicted, or failed
+//! through no fault of the job (back to Idle, or held after too many).
+
+use classad::{Expr, Value};
+
+use crate::plan::Planner;
+use crate::queue::{int_attr, status_of, str_attr};
+use crate::userlog::{Rusage, UserLogEvent};
+use crate::{JobId, JobStatus, Queue, QueueError, Txn};
+
+/// `RemoteHost` and friends, set while a job runs.
+pub const REMOTE_HOST: &str = "RemoteHost";
+/// The previous run's `RemoteHost`.
+pub const LAST_REMOTE_HOST: &str = "LastRemoteHost";
+/// When the job first started running.
+pub const JOB_START_DATE: &str = "JobStartDate";
+/// When the current run started.
+pub const JOB_CURRENT_START_DATE: &str = "JobCurrentStartDate";
+/// When the current run's process started.
+pub const JOB_CURRENT_START_EXECUTING_DATE: &str = "JobCurrentStartExecutingDate";
+/// How many times a shadow started the job.
+pub const NUM_JOB_STARTS: &str = "NumJobStarts";
+/// How many runs began (HTCondor's `JobRunCount`).
+pub const JOB_RUN_COUNT: &str = "JobRunCount";
+/// How many times the job was matched.
+pub const NUM_JOB_MATCHES: &str = "NumJobMatches";
+/// When it was last matched.
+pub const LAST_MATCH_TIME: &str = "LastMatchTime";
+/// When the shadow of the current run started.
+pub const SHADOW_BDAY: &str = "ShadowBday";
+/// Wall-clock seconds of all runs so far.
+pub const REMOTE_WALL_CLOCK_TIME: &str = "RemoteWallClockTime";
+/// Slot-seconds of all runs so far.
+pub const CUMULATIVE_SLOT_TIME: &str = "CumulativeSlotTime";
+/// Runs that failed outside the job.
+pub const NUM_SHADOW_EXCEPTIONS: &str = "NumShadowExceptions";
+/// Peak virtual size, KiB.
+pub const IMAGE_SIZE: &str = "ImageSize";
+/// Peak resident set, KiB.
+pub const RESIDENT_SET_SIZE: &str = "ResidentSetSize";
+/// Why the last run ended, when not by the job's exit.
+pub const LAST_VACATE_REASON: &str = "LastVacateReason";
+
+/// How a run ended other than by the job's own exit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Skua stopped it (vacate, claim lost by the owner's policy...): the
+    /// job goes back to Idle.
+    Evicted {
+        /// Why.
+        reason: String,
+    },
+    /// It failed outside the job (transfer, starter or startd gone): back to
+    /// Idle, or held once `NumShadowExceptions` reaches `max_failures`, or
+    /// held at once with `hold_code` when retrying cannot help.
+    Failed {
+        /// What failed.
+        reason: String,
+        /// HTCondor's HoldReasonCode for holding (e.g. 13 input transfer).
+        hold_code: i64,
+        /// Hold now.
+        permanent: bool,
+    },
+}
+
+impl Queue {
+    /// A shadow claimed `slot` for job `id` (Idle): it is Running from now.
+    pub fn plan_start(&self, id: JobId, slot: &str, now: i64) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let status = status_of(ad);
+        if status != JobStatus::Idle {
+            return Err(QueueError::Conflict(format!(
+                "job {id} is {}, not idle",
+                status.name().to_ascii_lowercase()
+            )));
+        }
+        let mut p = Planner::new(self);
+        p.new_status(id, ad, JobStatus::Running, now);
+        p.set_str(id, REMOTE_HOST, slot);
+        if int_attr(ad, JOB_START_DATE).is_none() {
+            p.set_int(id, JOB_START_DATE, now);
+        }
+        p.set_int(id, JOB_CURRENT_START_DATE, now);
+        p.set_int(id, SHADOW_BDAY, now);
+        p.set_int(id, LAST_MATCH_TIME, now);
+        for counter in [NUM_JOB_STARTS, JOB_RUN_COUNT, NUM_JOB_MATCHES] {
+            let n = int_attr(ad, counter).unwrap_or(0);
+            p.set_int(id, counter, n.saturating_add(1));
+        }
+        Ok(p.finish())
+    }
+
+    /// The job's process started on `host` (the startd's address) in
+    /// `slot`: the execute event.
+    pub fn plan_executing(
+        &self,
+        id: JobId,
+        host: &str,
+        slot: &str,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if status_of(ad).is_active() {
+            p.set_int(id, JOB_CURRENT_START_EXECUTING_DATE, now);
+            p.event(
+                id,
+                UserLogEvent::Execute {
+                    host: host.to_string(),
+                    slot_name: Some(slot.to_string()),
+                },
+            );
+        }
+        Ok(p.finish())
+    }
+
+    /// Usage measured by the starter: `ImageSize` and `ResidentSetSize` keep
+    /// their peaks; an image size event when the peak grows.
+    pub fn plan_usage(
+        &self,
+        id: JobId,
+        image_size_kb: i64,
+        resident_set_size_kb: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if !status_of(ad).is_active() {
+            return Ok(p.finish());
+        }
+        let old_image = int_attr(ad, IMAGE_SIZE).unwrap_or(0);
+        let old_rss = int_attr(ad, RESIDENT_SET_SIZE).unwrap_or(0);
+        if resident_set_size_kb > old_rss {
+            p.set_int(id, RESIDENT_SET_SIZE, resident_set_size_kb);
+        }
+        if image_size_kb > old_image {
+            p.set_int(id, IMAGE_SIZE, image_size_kb);
+            p.event(
+                id,
+                UserLogEvent::ImageSize {
+                    image_size_kb,
+                    memory_usage_mb: Some((resident_set_size_kb.max(old_rss) + 1023) / 1024),
+                    resident_set_size_kb: Some(resident_set_size_kb.max(old_rss)),
+                    proportional_set_size_kb: None,
+                },
+            );
+        }
+        Ok(p.finish())
+    }
+
+    /// The run of job `id` ended without the job's own exit. A Running job
+    /// goes back to Idle (or Held, see [`RunEnd::Failed`]) with its run's
+    /// wall-clock time added and an evicted event; a job removed or held
+    /// while it ran now leaves the queue or stays held.
+    pub fn plan_run_ended(
+        &self,
+        id: JobId,
+        end: &RunEnd,
+        usage: Rusage,
+        max_failures: i64,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let status = status_of(ad);
+        let mut p = Planner::new(self);
+        self.account_run(&mut p, id, now, None);
+        match status {
+            JobStatus::Removed => {
+                p.destroy(id, true);
+                return Ok(p.finish());
+            }
+            JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput => {}
+            _ => return Ok(p.finish()),
+        }
+        let (reason, failure) = match end {
+            RunEnd::Evicted { reason } => (reason.clone(), None),
+            RunEnd::Failed {
+                reason,
+                hold_code,
+                permanent,
+            } => (reason.clone(), Some((*hold_code, *permanent))),
+        };
+        p.set_str(id, LAST_VACATE_REASON, &reason);
+        p.event(
+            id,
+            UserLogEvent::Evicted {
+                checkpointed: false,
+                requeued: None,
+                run_remote: usage,
+                run_local: Rusage::default(),
+                sent_bytes: 0,
+                received_bytes: 0,
+                reason: Some(reason.clone()),
+                code: 0,
+                subcode: 0,
+            },
+        );
+        let hold = match failure {
+            None => None,
+            Some((code, permanent)) => {
+                let n = int_attr(ad, NUM_SHADOW_EXCEPTIONS)
+                    .unwrap_or(0)
+                    .saturating_add(1);
+                p.set_int(id, NUM_SHADOW_EXCEPTIONS, n);
+                if permanent {
+                    Some((code, reason.clone()))
+                } else if max_failures > 0 && n >= max_failures {
+                    Some((code, format!("{reason} (the job failed to run {n} times)")))
+                } else {
+                    None
+                }
+            }
+        };
+        match hold {
+            Some((code, text)) => p.hold(id, ad, code, 0, &text, now),
+            None => p.new_status(id, ad, JobStatus::Idle, now),
+        }
+        Ok(p.finish())
+    }
+
+    /// Wall-clock accounting of the current run, and the move of
+    /// `RemoteHost` to `LastRemoteHost`.
+    pub(crate) fn account_run(
+        &self,
+        p: &mut Planner<'_>,
+        id: JobId,
+        now: i64,
+        mut scratch: Option<&mut classad::ClassAd>,
+    ) {
+        let Some(ad) = self.job(id) else { return };
+        if let Some(start) = int_attr(ad, JOB_CURRENT_START_DATE) {
+            let run = (now - start).max(0);
+            for total in [REMOTE_WALL_CLOCK_TIME, CUMULATIVE_SLOT_TIME] {
+                let old = match ad.lookup(total) {
+                    Some(Expr::Lit(v)) => v.as_real().unwrap_or(0.0),
+                    _ => 0.0,
+                };
+                let e = Expr::Lit(Value::Real(old + run as f64));
+                p.set(id, total, &e);
+                if let Some(s) = scratch.as_deref_mut() {
+                    s.insert(total, e);
+                }
+            }
+            p.delete(id, ad, JOB_CURRENT_START_DATE);
+        }
+        if let Some(host) = str_attr(ad, REMOTE_HOST) {
+            p.set_str(id, LAST_REMOTE_HOST, &host);
+            p.delete(id, ad, REMOTE_HOST);
+        }
+    }
+
+    fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {
+        self.job(id)
+            .ok_or_else(|| QueueError::NotFound(format!("job {id} is not in the queue")))
+    }
+}

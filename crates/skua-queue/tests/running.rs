@@ -1,0 +1,273 @@
+//! A job's runs as the shadow reports them: start, execute, usage, evicted,
+//! failed (retried, then held), exit with wall-clock accounting; and the
+//! autoclusters the negotiator is offered.
+
+#![allow(clippy::unwrap_used)]
+
+use classad::{parse_ad, ClassAd, EvalOptions, Evaluator, Expr};
+use skua_queue::{
+    ExitInfo, JobId, JobStatus, Queue, QueueError, RunEnd, Rusage, Txn, UserLogEvent,
+};
+
+const NOW: i64 = 1_800_000_000;
+const HOST: &str = "<127.0.0.1:9618>";
+
+fn job(extra: &str) -> ClassAd {
+    parse_ad(&format!(
+        "[Cmd = \"/bin/true\"; RequestCpus = 1; RequestMemory = 128; RequestDisk = 100; JobUniverse = 5; \
+          Requirements = TARGET.Memory >= RequestMemory; OnExitHold = false; OnExitRemove = true; {extra}]"
+    ))
+    .unwrap()
+}
+
+fn commit(q: &mut Queue, txn: &Txn) {
+    q.apply(&txn.mutations).unwrap();
+}
+
+fn submit(q: &mut Queue, owner: &str, ads: Vec<ClassAd>) -> u32 {
+    let c = q.next_cluster_id();
+    let r = q.reserve_cluster_id();
+    commit(q, &r);
+    let txn = q.plan_submit(c, ads, owner, NOW, HOST).unwrap();
+    commit(q, &txn);
+    c
+}
+
+fn num(q: &Queue, id: JobId, name: &str) -> Option<f64> {
+    match q.job(id)?.lookup(name)? {
+        Expr::Lit(v) => v.as_real(),
+        _ => None,
+    }
+}
+
+fn text(q: &Queue, id: JobId, name: &str) -> Option<String> {
+    match q.job(id)?.lookup(name)? {
+        Expr::Lit(v) => v.as_string(),
+        _ => None,
+    }
+}
+
+fn ev() -> Evaluator {
+    Evaluator::new(EvalOptions {
+        now: NOW as f64,
+        ..EvalOptions::default()
+    })
+}
+
+#[test]
+fn a_run_from_start_to_exit_is_accounted() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@host", NOW + 10).unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Running));
+    assert_eq!(text(&q, id, "RemoteHost").as_deref(), Some("slot1@host"));
+    assert_eq!(num(&q, id, "NumJobStarts"), Some(1.0));
+    assert_eq!(num(&q, id, "JobStartDate"), Some((NOW + 10) as f64));
+    // Starting a running job again is refused.
+    assert!(matches!(
+        q.plan_start(id, "slot2@host", NOW + 11),
+        Err(QueueError::Conflict(_))
+    ));
+
+    let t = q
+        .plan_executing(id, "<127.0.0.1:5000>", "slot1@host", NOW + 11)
+        .unwrap();
+    assert!(matches!(t.events[0].1, UserLogEvent::Execute { .. }));
+    commit(&mut q, &t);
+
+    let t = q.plan_usage(id, 5000, 2000).unwrap();
+    assert!(matches!(
+        t.events[0].1,
+        UserLogEvent::ImageSize {
+            image_size_kb: 5000,
+            ..
+        }
+    ));
+    commit(&mut q, &t);
+    // A smaller size changes nothing: the peak is kept.
+    assert!(q.plan_usage(id, 4000, 1000).unwrap().is_empty());
+    assert_eq!(num(&q, id, "ImageSize"), Some(5000.0));
+
+    let exit = ExitInfo {
+        exit_code: Some(3),
+        ..ExitInfo::default()
+    };
+    let t = q.plan_exit(id, &exit, NOW + 70).unwrap();
+    assert!(matches!(
+        t.events.last().unwrap().1,
+        UserLogEvent::Terminated(_)
+    ));
+    commit(&mut q, &t);
+    assert!(q.job(id).is_none(), "a completed job leaves the queue");
+}
+
+#[test]
+fn exit_policy_sees_the_run_wall_clock() {
+    let mut q = Queue::new();
+    let c = submit(
+        &mut q,
+        "alice",
+        vec![job("OnExitRemove = RemoteWallClockTime >= 100")],
+    );
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let exit = ExitInfo {
+        exit_code: Some(0),
+        ..ExitInfo::default()
+    };
+    // A 60 s run: OnExitRemove is false, the job is requeued.
+    let t = q.plan_exit(id, &exit, NOW + 60).unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Idle));
+    assert_eq!(num(&q, id, "RemoteWallClockTime"), Some(60.0));
+    assert_eq!(text(&q, id, "LastRemoteHost").as_deref(), Some("slot1@h"));
+    assert!(q.job(id).unwrap().lookup("RemoteHost").is_none());
+    // A second 50 s run brings the total to 110: it completes.
+    let t = q.plan_start(id, "slot2@h", NOW + 100).unwrap();
+    commit(&mut q, &t);
+    let t = q.plan_exit(id, &exit, NOW + 150).unwrap();
+    commit(&mut q, &t);
+    assert!(q.job(id).is_none());
+}
+
+#[test]
+fn eviction_requeues_and_failures_hold_after_the_limit() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job(""), job("")]);
+    let (a, b) = (JobId::new(c, 0), JobId::new(c, 1));
+    let t = q.plan_start(a, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_run_ended(
+            a,
+            &RunEnd::Evicted {
+                reason: "the startd went away".into(),
+            },
+            Rusage::default(),
+            3,
+            NOW + 30,
+        )
+        .unwrap();
+    assert!(matches!(t.events[0].1, UserLogEvent::Evicted { .. }));
+    commit(&mut q, &t);
+    assert_eq!(q.status(a), Some(JobStatus::Idle));
+    assert_eq!(num(&q, a, "RemoteWallClockTime"), Some(30.0));
+    assert_eq!(num(&q, a, "NumShadowExceptions"), None);
+
+    let fail = RunEnd::Failed {
+        reason: "transfer of output failed".into(),
+        hold_code: 12,
+        permanent: false,
+    };
+    for round in 1..=3 {
+        let t = q.plan_start(b, "slot1@h", NOW).unwrap();
+        commit(&mut q, &t);
+        let t = q
+            .plan_run_ended(b, &fail, Rusage::default(), 3, NOW + 1)
+            .unwrap();
+        commit(&mut q, &t);
+        let expect = if round < 3 {
+            JobStatus::Idle
+        } else {
+            JobStatus::Held
+        };
+        assert_eq!(q.status(b), Some(expect), "round {round}");
+    }
+    assert_eq!(num(&q, b, "HoldReasonCode"), Some(12.0));
+    assert!(text(&q, b, "HoldReason").unwrap().contains("3 times"));
+
+    // A permanent failure holds at once.
+    let c2 = submit(&mut q, "alice", vec![job("")]);
+    let d = JobId::new(c2, 0);
+    let t = q.plan_start(d, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_run_ended(
+            d,
+            &RunEnd::Failed {
+                reason: "input file x missing".into(),
+                hold_code: 13,
+                permanent: true,
+            },
+            Rusage::default(),
+            3,
+            NOW + 1,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(d), Some(JobStatus::Held));
+    assert_eq!(num(&q, d, "HoldReasonCode"), Some(13.0));
+}
+
+#[test]
+fn a_job_removed_while_running_leaves_when_its_run_ends() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let (t, _) = q
+        .plan_action(
+            skua_queue::Action::Remove,
+            &skua_queue::Selector::Jobs(vec![id]),
+            &skua_queue::Actor::user("alice"),
+            NOW + 5,
+            None,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Removed), "kept while it runs");
+    let t = q
+        .plan_run_ended(
+            id,
+            &RunEnd::Evicted {
+                reason: "removed".into(),
+            },
+            Rusage::default(),
+            3,
+            NOW + 6,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    assert!(q.job(id).is_none());
+}
+
+#[test]
+fn autoclusters_group_alike_jobs_in_queue_order() {
+    let mut q = Queue::new();
+    let c1 = submit(
+        &mut q,
+        "alice",
+        vec![
+            job("Kind = 1"),
+            job("Kind = 2"),
+            job("Kind = 1; RequestMemory = 4096"),
+        ],
+    );
+    let c2 = submit(&mut q, "alice", vec![job("Kind = 1")]);
+    submit(&mut q, "bob", vec![job("")]);
+    // Kind is not significant: only the memory request splits them.
+    let acs = q.autoclusters(&mut ev(), "alice", &[], None);
+    let groups: Vec<Vec<String>> = acs
+        .iter()
+        .map(|a| a.jobs.iter().map(|j| j.to_string()).collect())
+        .collect();
+    assert_eq!(
+        groups,
+        vec![
+            vec![format!("{c1}.0"), format!("{c1}.1"), format!("{c2}.0")],
+            vec![format!("{c1}.2")],
+        ]
+    );
+    // Slots that look at Kind make it significant.
+    let acs = q.autoclusters(&mut ev(), "alice", &["kind".to_string()], None);
+    assert_eq!(acs.len(), 3);
+    // Running jobs are not offered.
+    let t = q.plan_start(JobId::new(c1, 0), "s", NOW).unwrap();
+    commit(&mut q, &t);
+    let acs = q.autoclusters(&mut ev(), "alice", &[], None);
+    assert_eq!(acs[0].jobs.len(), 2);
+}
