@@ -132,12 +132,13 @@ pub fn main_skua() -> ExitCode {
 #[derive(Parser)]
 #[command(name = "skuad", version, about)]
 struct SkuadCli {
-    /// The daemon to run: `master`, `collector` or `schedd`.
+    /// The daemon to run: `master`, `collector`, `negotiator`, `schedd`,
+    /// `startd` or `starter`.
     role: String,
 }
 
 /// The daemon roles `skuad` can run.
-pub const DAEMON_ROLES: &[&str] = &["master", "collector", "schedd"];
+pub const DAEMON_ROLES: &[&str] = &["master", "collector", "negotiator", "schedd"];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
@@ -207,6 +208,7 @@ pub fn main_skuad() -> ExitCode {
         match role.as_str() {
             "master" => skua_master::daemon::serve(ctx, rx).await,
             "schedd" => skua_schedd::daemon::serve(ctx, rx).await,
+            "negotiator" => skua_negotiator::daemon::serve(ctx, rx).await,
             _ => skua_collector::daemon::serve(ctx, rx).await,
         }
     });

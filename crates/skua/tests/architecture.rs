@@ -25,6 +25,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["classad", "skua-proto", "skua-net", "skua-daemon"],
     ),
     (
+        "skua-negotiator",
+        &[
+            "classad",
+            "skua-negotiation",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-schedd",
         &[
             "classad",
@@ -51,6 +61,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-collector",
             "skua-master",
             "skua-schedd",
+            "skua-negotiation",
+            "skua-negotiator",
         ],
     ),
     ("skua", &["skua-cli"]),

@@ -1,0 +1,3 @@
+//! `skuad negotiator`: the matchmaker's shell around `skua-negotiation`.
+
+pub mod daemon;
