@@ -8,18 +8,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use skua_proto::{routes, ErrorBody, ErrorCode, Route, WhoAmI, PROTOCOL_HEADER, PROTOCOL_VERSION};
-use tokio::io::{AsyncRead, AsyncWrite};
+use std::sync::atomic::Ordering;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::TlsConnector;
 
+use crate::stream::{ReaderBody, OCTET_STREAM};
 use crate::NetError;
 
 /// Idle connections kept per client.
@@ -190,18 +193,10 @@ impl Client {
             }
         };
         if !status.is_success() {
-            let body = serde_json::from_slice::<ErrorBody>(&bytes).unwrap_or_else(|_| {
-                let text = String::from_utf8_lossy(&bytes);
-                let text: String = text.chars().take(200).collect();
-                ErrorBody::new(
-                    ErrorCode::from_http_status(status.as_u16()),
-                    format!("http status {status}: {text}"),
-                )
-            });
             return Err(NetError::Remote {
                 endpoint: self.inner.label.clone(),
                 status: status.as_u16(),
-                body,
+                body: error_body(status, &bytes),
             });
         }
         let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
@@ -235,8 +230,7 @@ impl Client {
         Req: Serialize + ?Sized,
         Resp: DeserializeOwned,
     {
-        let method = Method::from_bytes(route.method.as_bytes())
-            .map_err(|_| NetError::Config(format!("bad method `{}`", route.method)))?;
+        let method = route_method(route)?;
         self.call(method, route.path, body).await
     }
 
@@ -275,37 +269,7 @@ impl Client {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<(StatusCode, Bytes), NetError> {
-        if !path.starts_with('/') || path.parse::<http::Uri>().is_err() {
-            return Err(NetError::Config(format!("invalid request path `{path}`")));
-        }
-        let response = loop {
-            match self.checkout() {
-                Some(mut sender) => {
-                    // A pooled connection may have been closed by the
-                    // server; retry on a fresh one only if the request
-                    // provably was not sent.
-                    let req = self.request(&method, path, &body);
-                    match sender.try_send_request(req).await {
-                        Ok(resp) => break (resp, sender),
-                        Err(mut e) => {
-                            if e.take_message().is_some() {
-                                continue;
-                            }
-                            return Err(self.http_error(e.into_error()));
-                        }
-                    }
-                }
-                None => {
-                    let mut sender = self.connect().await?;
-                    let req = self.request(&method, path, &body);
-                    match sender.send_request(req).await {
-                        Ok(resp) => break (resp, sender),
-                        Err(e) => return Err(self.http_error(e)),
-                    }
-                }
-            }
-        };
-        let (resp, sender) = response;
+        let (resp, sender) = self.send_pooled(method, path, body, false).await?;
         let status = resp.status();
         let collected = Limited::new(resp.into_body(), self.inner.max_response_bytes)
             .collect()
@@ -316,6 +280,220 @@ impl Client {
             })?;
         self.checkin(sender);
         Ok((status, collected.to_bytes()))
+    }
+
+    /// Sends a request on a pooled (or new) connection and returns the
+    /// reply's head with its unread body, and the connection to check in
+    /// once the body is read.
+    async fn send_pooled(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        raw_reply: bool,
+    ) -> Result<(http::Response<Incoming>, SendRequest<Full<Bytes>>), NetError> {
+        if !path.starts_with('/') || path.parse::<http::Uri>().is_err() {
+            return Err(NetError::Config(format!("invalid request path `{path}`")));
+        }
+        let make = |body: &Option<Bytes>| {
+            let mut req = self.request(&method, path, body);
+            if raw_reply {
+                req.headers_mut()
+                    .insert(ACCEPT, HeaderValue::from_static(OCTET_STREAM));
+            }
+            req
+        };
+        loop {
+            match self.checkout() {
+                Some(mut sender) => {
+                    // A pooled connection may have been closed by the
+                    // server; retry on a fresh one only if the request
+                    // provably was not sent.
+                    match sender.try_send_request(make(&body)).await {
+                        Ok(resp) => return Ok((resp, sender)),
+                        Err(mut e) => {
+                            if e.take_message().is_some() {
+                                continue;
+                            }
+                            return Err(self.http_error(e.into_error()));
+                        }
+                    }
+                }
+                None => {
+                    let mut sender = self.connect().await?;
+                    match sender.send_request(make(&body)).await {
+                        Ok(resp) => return Ok((resp, sender)),
+                        Err(e) => return Err(self.http_error(e)),
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout_error(&self) -> NetError {
+        NetError::Timeout {
+            endpoint: self.inner.label.clone(),
+            after: self.inner.timeout,
+        }
+    }
+
+    /// Reads an error reply (bounded) and makes it a [`NetError::Remote`].
+    async fn remote_error(&self, status: StatusCode, body: Incoming) -> NetError {
+        let read = Limited::new(body, 1024 * 1024).collect();
+        let bytes = match tokio::time::timeout(self.inner.timeout, read).await {
+            Ok(Ok(c)) => c.to_bytes(),
+            _ => Bytes::new(),
+        };
+        NetError::Remote {
+            endpoint: self.inner.label.clone(),
+            status: status.as_u16(),
+            body: error_body(status, &bytes),
+        }
+    }
+
+    /// `POST`s `req` (JSON) to `route` and streams the raw reply
+    /// (`200 application/octet-stream`) into `dest`, chunk by chunk.
+    /// Returns the number of bytes written. An error status becomes
+    /// [`NetError::Remote`]. The client's timeout bounds connecting, the
+    /// reply's head, and each wait for the next chunk (the transfer may
+    /// take as long as it keeps moving). `dest` is flushed at the end.
+    pub async fn download<Req: Serialize + ?Sized>(
+        &self,
+        route: &Route,
+        req: &Req,
+        dest: &mut (impl AsyncWrite + Unpin),
+    ) -> Result<u64, NetError> {
+        let method = route_method(route)?;
+        let body = Bytes::from(serde_json::to_vec(req).map_err(NetError::Encode)?);
+        let send = self.send_pooled(method, route.path, Some(body), true);
+        let (resp, sender) = tokio::time::timeout(self.inner.timeout, send)
+            .await
+            .map_err(|_| self.timeout_error())??;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(self.remote_error(status, resp.into_body()).await);
+        }
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type.starts_with(OCTET_STREAM) {
+            return Err(NetError::Decode {
+                endpoint: self.inner.label.clone(),
+                message: format!(
+                    "expected an {OCTET_STREAM} reply from {}, got `{content_type}`",
+                    route.path
+                ),
+            });
+        }
+        let mut body = resp.into_body();
+        let mut total = 0u64;
+        loop {
+            let frame = tokio::time::timeout(self.inner.timeout, body.frame())
+                .await
+                .map_err(|_| self.timeout_error())?;
+            match frame {
+                None => break,
+                Some(Err(e)) => {
+                    return Err(NetError::Http {
+                        endpoint: self.inner.label.clone(),
+                        message: format!("reply broke off after {total} bytes: {e}"),
+                    })
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        dest.write_all(&data).await.map_err(|source| NetError::Io {
+                            context: format!("writing the reply of {}", route.path),
+                            source,
+                        })?;
+                        total += data.len() as u64;
+                    }
+                }
+            }
+        }
+        dest.flush().await.map_err(|source| NetError::Io {
+            context: format!("writing the reply of {}", route.path),
+            source,
+        })?;
+        self.checkin(sender);
+        Ok(total)
+    }
+
+    /// `POST`s `len` bytes read from `src` to `route` as a raw body
+    /// (`application/octet-stream`, `Content-Length: len`), with the extra
+    /// header `header` (name, value; e.g. a JSON description of the
+    /// file), and decodes the JSON reply. The body streams chunk by chunk
+    /// on a connection of its own. A source with fewer than `len` bytes
+    /// breaks the transfer (the server sees a truncated body). The
+    /// client's timeout bounds connecting and each stretch with no
+    /// progress (no bytes sent, no reply).
+    pub async fn upload<Resp: DeserializeOwned>(
+        &self,
+        route: &Route,
+        header: (&str, String),
+        src: impl AsyncRead + Send + Unpin + 'static,
+        len: u64,
+    ) -> Result<Resp, NetError> {
+        let method = route_method(route)?;
+        let name = http::HeaderName::from_bytes(header.0.as_bytes())
+            .map_err(|_| NetError::Config(format!("invalid header name `{}`", header.0)))?;
+        let value = HeaderValue::from_str(&header.1)
+            .map_err(|_| NetError::Config(format!("invalid value for header `{}`", header.0)))?;
+        let body = ReaderBody::new(src, len);
+        let progress = body.progress();
+        let mut req = Request::new(body);
+        *req.method_mut() = method;
+        *req.uri_mut() = route
+            .path
+            .parse()
+            .map_err(|_| NetError::Config(format!("invalid request path `{}`", route.path)))?;
+        let template = self.request(&Method::POST, route.path, &None);
+        *req.headers_mut() = template.headers().clone();
+        let h = req.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static(OCTET_STREAM));
+        h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+        h.insert(name, value);
+
+        let mut sender: SendRequest<ReaderBody<_>> =
+            tokio::time::timeout(self.inner.timeout, self.connect())
+                .await
+                .map_err(|_| self.timeout_error())??;
+        let send = sender.send_request(req);
+        tokio::pin!(send);
+        // Idle detection: fail only when neither bytes moved nor a reply
+        // came for a whole timeout.
+        let mut last = progress.load(Ordering::Relaxed);
+        let resp = loop {
+            match tokio::time::timeout(self.inner.timeout, send.as_mut()).await {
+                Ok(r) => break r.map_err(|e| self.http_error(e))?,
+                Err(_) => {
+                    let now = progress.load(Ordering::Relaxed);
+                    if now == last {
+                        return Err(self.timeout_error());
+                    }
+                    last = now;
+                }
+            }
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(self.remote_error(status, resp.into_body()).await);
+        }
+        let read = Limited::new(resp.into_body(), self.inner.max_response_bytes).collect();
+        let bytes = tokio::time::timeout(self.inner.timeout, read)
+            .await
+            .map_err(|_| self.timeout_error())?
+            .map_err(|e| NetError::Http {
+                endpoint: self.inner.label.clone(),
+                message: format!("reading reply: {e}"),
+            })?
+            .to_bytes();
+        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(bytes).map_err(|e| NetError::Decode {
+            endpoint: self.inner.label.clone(),
+            message: e.to_string(),
+        })
     }
 
     fn http_error(&self, e: hyper::Error) -> NetError {
@@ -348,7 +526,12 @@ impl Client {
         }
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, NetError> {
+    async fn connect<B>(&self) -> Result<SendRequest<B>, NetError>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let label = &self.inner.label;
         let connect_err = |source| NetError::Connect {
             endpoint: label.clone(),
@@ -384,9 +567,12 @@ impl Client {
         }
     }
 
-    async fn handshake<IO>(&self, io: IO) -> Result<SendRequest<Full<Bytes>>, NetError>
+    async fn handshake<IO, B>(&self, io: IO) -> Result<SendRequest<B>, NetError>
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (sender, conn) = http1::handshake(TokioIo::new(io))
             .await
@@ -399,4 +585,22 @@ impl Client {
         });
         Ok(sender)
     }
+}
+
+fn route_method(route: &Route) -> Result<Method, NetError> {
+    Method::from_bytes(route.method.as_bytes())
+        .map_err(|_| NetError::Config(format!("bad method `{}`", route.method)))
+}
+
+/// The server's [`ErrorBody`], or one made from the status when the body
+/// is not one.
+fn error_body(status: StatusCode, bytes: &[u8]) -> ErrorBody {
+    serde_json::from_slice::<ErrorBody>(bytes).unwrap_or_else(|_| {
+        let text = String::from_utf8_lossy(bytes);
+        let text: String = text.chars().take(200).collect();
+        ErrorBody::new(
+            ErrorCode::from_http_status(status.as_u16()),
+            format!("http status {status}: {text}"),
+        )
+    })
 }

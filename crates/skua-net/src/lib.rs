@@ -24,6 +24,7 @@ mod error;
 mod identity;
 mod policy;
 mod server;
+mod stream;
 pub mod tls;
 mod token;
 
@@ -34,6 +35,9 @@ pub use identity::{
 };
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use stream::{
+    file_response, receive_file, receive_file_with_timeout, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
+};
 pub use token::{
     issue_token, sign_claims, verify_token, SigningKey, TokenError, KEY_LEN, MAX_TOKEN_LEN,
     MIN_KEY_LEN,
@@ -43,8 +47,13 @@ pub use token::{
 pub use skua_proto as proto;
 pub use skua_proto::{AuthLevel, AuthMethod, ErrorBody, ErrorCode};
 
+/// What a handler needs to take a raw body and headers and to answer with
+/// one: the request body, the headers, a response.
+pub use axum::body::Body;
+pub use axum::response::{IntoResponse, Response};
 /// axum's routing helpers (`get`, `post`, ...) and `State`, so daemons
 /// need no direct axum dependency for ordinary handlers.
 pub use axum::{extract::State, routing};
+pub use http::HeaderMap;
 /// HTTP methods, for [`Client::call`].
 pub use http::Method;

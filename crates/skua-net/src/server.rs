@@ -12,8 +12,12 @@
 //!    scope, then [`SecurityPolicy`] (401 for anonymous callers, 403 for
 //!    others), every refusal logged through `tracing`;
 //! 5. the handler, in a task of its own, bounded by
-//!    [`ServerConfig::handler_timeout`]: a caller that disconnects does not
-//!    cancel it, and a panic in it answers `Internal` (500).
+//!    [`ServerConfig::handler_timeout`] (except requests with a raw
+//!    `application/octet-stream` body, which [`crate::receive_file`] bounds
+//!    by an idle timeout instead): a caller that disconnects does not
+//!    cancel it, and a panic in it answers `Internal` (500). Raw bodies
+//!    taken as [`axum::body::Body`] are not subject to
+//!    [`ServerConfig::max_request_bytes`].
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -829,8 +833,20 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
     // The handler runs in its own task: a caller that goes away does not
     // cancel it halfway (only the handler timeout does), and a panic in it
     // becomes a 500 instead of a dropped connection.
+    // A raw (octet-stream) request body may take longer than any fixed
+    // bound to arrive: its handler is bounded by the idle timeout of
+    // `receive_file` instead, chunk by chunk.
+    let raw_body = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(crate::stream::OCTET_STREAM));
     let router = shared.router.clone();
-    let limit = shared.handler_timeout;
+    let limit = if raw_body {
+        Duration::MAX
+    } else {
+        shared.handler_timeout
+    };
     let task = tokio::spawn(async move { tokio::time::timeout(limit, router.oneshot(req)).await });
     match task.await {
         Ok(Ok(Ok(resp))) => resp,

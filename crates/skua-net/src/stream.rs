@@ -1,0 +1,221 @@
+//! Raw file bodies: streaming bytes between an `AsyncRead`/`AsyncWrite`
+//! and an HTTP body chunk by chunk, never the whole body in memory.
+//!
+//! Server side: [`file_response`] answers with a file's bytes;
+//! [`receive_file`] stores a request body in a file atomically. The client
+//! side is [`crate::Client::download`] and [`crate::Client::upload`].
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
+
+use crate::ApiError;
+
+/// The content type of raw file bodies.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// Bytes read from the source per body frame.
+const CHUNK: usize = 64 * 1024;
+
+/// How long [`receive_file`] waits for the next chunk of a body before it
+/// gives up (the transfer is idle, not slow).
+pub const RECEIVE_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An HTTP body reading `len` bytes from an `AsyncRead`, one chunk per
+/// frame. A source that ends early, or has more bytes than `len`, fails
+/// the body (the peer sees a broken transfer, never a short file).
+pub(crate) struct ReaderBody<R> {
+    reader: R,
+    remaining: u64,
+    /// Bytes handed to the connection so far (for idle detection).
+    progress: Arc<AtomicU64>,
+}
+
+impl<R> ReaderBody<R> {
+    pub(crate) fn new(reader: R, len: u64) -> Self {
+        ReaderBody {
+            reader,
+            remaining: len,
+            progress: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub(crate) fn progress(&self) -> Arc<AtomicU64> {
+        self.progress.clone()
+    }
+}
+
+impl<R: AsyncRead + Unpin> http_body::Body for ReaderBody<R> {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        if this.remaining == 0 {
+            return Poll::Ready(None);
+        }
+        let want = usize::try_from(this.remaining).unwrap_or(CHUNK).min(CHUNK);
+        let mut buf = BytesMut::zeroed(want);
+        let mut rb = ReadBuf::new(&mut buf);
+        match Pin::new(&mut this.reader).poll_read(cx, &mut rb) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                if n == 0 {
+                    return Poll::Ready(Some(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("the source ended {} bytes short", this.remaining),
+                    ))));
+                }
+                buf.truncate(n);
+                this.remaining -= n as u64;
+                this.progress.fetch_add(n as u64, Ordering::Relaxed);
+                Poll::Ready(Some(Ok(Frame::data(buf.freeze()))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+/// A `200 application/octet-stream` response streaming the file at
+/// `path`, with its `Content-Length`. A missing file is `NotFound`; any
+/// other failure to open it is `Internal`.
+pub async fn file_response(path: &Path) -> Result<Response, ApiError> {
+    let file = tokio::fs::File::open(path).await.map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            ApiError::not_found(format!("no file {}", path.display()))
+        } else {
+            ApiError::internal(format!("cannot open {}: {e}", path.display()))
+        }
+    })?;
+    let meta = file
+        .metadata()
+        .await
+        .map_err(|e| ApiError::internal(format!("cannot inspect {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(ApiError::bad_request(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let len = meta.len();
+    let mut resp = Response::new(Body::new(ReaderBody::new(file, len)));
+    *resp.status_mut() = StatusCode::OK;
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(OCTET_STREAM));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    Ok(resp)
+}
+
+/// Streams a request body into `dest`: into a temporary file beside it,
+/// then fsync and rename over `dest`. On any error (the body breaks off,
+/// the disk fails, the body stalls for [`RECEIVE_IDLE_TIMEOUT`]) the
+/// temporary file is removed and `dest` is left as it was. Returns the
+/// number of bytes stored.
+pub async fn receive_file(body: Body, dest: &Path) -> Result<u64, ApiError> {
+    receive_file_with_timeout(body, dest, RECEIVE_IDLE_TIMEOUT).await
+}
+
+/// [`receive_file`] with another idle timeout.
+pub async fn receive_file_with_timeout(
+    body: Body,
+    dest: &Path,
+    idle: Duration,
+) -> Result<u64, ApiError> {
+    let tmp = temp_path(dest)?;
+    let result = write_body(body, &tmp, dest, idle).await;
+    if result.is_err() {
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+    result
+}
+
+fn temp_path(dest: &Path) -> Result<PathBuf, ApiError> {
+    let name = dest
+        .file_name()
+        .ok_or_else(|| ApiError::bad_request(format!("{} names no file", dest.display())))?;
+    let mut rand = [0u8; 8];
+    getrandom::fill(&mut rand)
+        .map_err(|e| ApiError::internal(format!("no random bytes for a temporary name: {e}")))?;
+    let suffix: String = rand.iter().map(|b| format!("{b:02x}")).collect();
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".part-{suffix}"));
+    Ok(dest.with_file_name(tmp_name))
+}
+
+async fn write_body(
+    mut body: Body,
+    tmp: &Path,
+    dest: &Path,
+    idle: Duration,
+) -> Result<u64, ApiError> {
+    let io_err = |what: &str, p: &Path, e: io::Error| {
+        ApiError::internal(format!("{what} {}: {e}", p.display()))
+    };
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .await
+        .map_err(|e| io_err("cannot create", tmp, e))?;
+    let mut total = 0u64;
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => {
+                return Err(ApiError::new(
+                    skua_proto::ErrorCode::Timeout,
+                    format!("no data for {idle:?} while receiving {}", dest.display()),
+                ))
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::bad_request(format!(
+                    "the body broke off after {total} bytes: {e}"
+                )))
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        if let Ok(data) = frame.into_data() {
+            file.write_all(&data)
+                .await
+                .map_err(|e| io_err("cannot write", tmp, e))?;
+            total += data.len() as u64;
+        }
+    }
+    file.flush()
+        .await
+        .map_err(|e| io_err("cannot write", tmp, e))?;
+    file.sync_all()
+        .await
+        .map_err(|e| io_err("cannot sync", tmp, e))?;
+    drop(file);
+    tokio::fs::rename(tmp, dest)
+        .await
+        .map_err(|e| io_err("cannot rename into", dest, e))?;
+    Ok(total)
+}
