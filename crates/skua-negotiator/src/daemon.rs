@@ -25,8 +25,8 @@ use skua_negotiation::{negotiate, significant_attributes, CycleInput, Request, S
 use skua_net::routing::post;
 use skua_net::{Json, Listener, Routes, Server};
 use skua_proto::{
-    routes, Ack, MatchInfo, MatchNotice, Matches, Query, QueryReply, Reschedule,
-    ResourceRequests, ResourceRequestsReply,
+    routes, Ack, MatchInfo, MatchNotice, Matches, Query, QueryReply, Reschedule, ResourceRequests,
+    ResourceRequestsReply,
 };
 use tokio::sync::{watch, Notify};
 
@@ -256,12 +256,12 @@ fn negotiator_ad(name: &str, addr: &str, start: i64, last: &CycleStats) -> Class
     );
     ad.insert_value("LastNegotiationCycleMatches0", last.matches as i64);
     ad.insert_value("LastNegotiationCycleRejections0", last.rejected as i64);
-    ad.insert_value("LastNegotiationCycleActiveSubmitterCount0", last.submitters as i64);
-    ad.insert_value("LastNegotiationCycleSlotShareIter0", last.slots as i64);
     ad.insert_value(
-        "LastNegotiationCycleDuration0",
-        last.duration.as_secs_f64(),
+        "LastNegotiationCycleActiveSubmitterCount0",
+        last.submitters as i64,
     );
+    ad.insert_value("LastNegotiationCycleSlotShareIter0", last.slots as i64);
+    ad.insert_value("LastNegotiationCycleDuration0", last.duration.as_secs_f64());
     ad
 }
 

@@ -37,8 +37,8 @@ pub use shadow::{
     OutputFileMeta, RunOutcome, ShadowBegin, UpdateKind, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
 };
 pub use startd::{
-    ActivateRequest, ClaimReply, ClaimRequest, DeactivateRequest, MatchNotice, ReleaseRequest,
-    StarterSpec,
+    ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,
+    MatchNotice, ReleaseRequest, StarterSpec,
 };
 
 use serde::{Deserialize, Serialize};

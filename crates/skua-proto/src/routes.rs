@@ -157,6 +157,13 @@ pub const STARTD_RELEASE: Route = Route {
     level: Some(AuthLevel::Daemon),
 };
 
+/// `POST /startd/alive` with [`crate::ClaimAlive`] → [`crate::ClaimStatus`].
+pub const STARTD_ALIVE: Route = Route {
+    method: "POST",
+    path: "/startd/alive",
+    level: Some(AuthLevel::Daemon),
+};
+
 /// `POST /shadow/begin` with [`crate::ShadowBegin`] → [`crate::BeginReply`].
 pub const SHADOW_BEGIN: Route = Route {
     method: "POST",
@@ -216,6 +223,7 @@ pub const ALL: &[Route] = &[
     STARTD_ACTIVATE,
     STARTD_DEACTIVATE,
     STARTD_RELEASE,
+    STARTD_ALIVE,
     SHADOW_BEGIN,
     SHADOW_INPUT_FILE,
     SHADOW_OUTPUT_FILE,

@@ -91,6 +91,31 @@ pub struct ReleaseRequest {
     pub claim_id: String,
 }
 
+/// `POST /startd/alive` (DAEMON): the schedd's periodic keep-alive for a
+/// claim it holds (HTCondor's `ALIVE_INTERVAL`); the startd answers with
+/// the claim's state, so the schedd learns when a starter died under a
+/// job. `NotFound`: the startd does not know the claim (it restarted, or
+/// released it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimAlive {
+    /// The claim.
+    pub claim_id: String,
+}
+
+/// The reply to [`ClaimAlive`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimStatus {
+    /// The claimed slot's `Name`.
+    pub slot: String,
+    /// The slot's `State` (`Claimed`, `Preempting`...).
+    pub state: String,
+    /// The slot's `Activity` (`Idle`, `Busy`...).
+    pub activity: String,
+    /// The job whose starter runs under the claim, if one does.
+    #[serde(default)]
+    pub job_id: Option<String>,
+}
+
 /// What the startd hands a starter (`skuad starter`) on its standard input,
 /// as one JSON document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
