@@ -5,8 +5,10 @@
 //! - [`schedd`]: decide, commit, apply, tell (synchronous).
 //! - [`userlog`]: appending job events to users' logs.
 //! - [`daemon`]: the network shell (`skuad schedd`).
+//! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
 
 pub mod daemon;
+pub mod sandbox;
 pub mod schedd;
 pub mod store;
 pub mod userlog;
