@@ -143,3 +143,11 @@ pub const PROTECTED: &[&str] = &[
 pub(crate) fn is_in(list: &[&str], name: &str) -> bool {
     list.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
+
+/// The attributes of a job's runs (see `Queue::plan_start` and friends).
+pub use crate::run::{
+    CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE, JOB_CURRENT_START_EXECUTING_DATE,
+    JOB_RUN_COUNT, JOB_START_DATE, LAST_MATCH_TIME, LAST_REMOTE_HOST, LAST_VACATE_REASON,
+    NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS, REMOTE_HOST, REMOTE_WALL_CLOCK_TIME,
+    RESIDENT_SET_SIZE, SHADOW_BDAY,
+};

@@ -26,11 +26,15 @@ use skua_queue::{Action, Actor, JobId, QueueError, Selector, SystemPolicy};
 use tokio::sync::{watch, Notify};
 
 use crate::schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
+use crate::shadow::{self, Dialer, Shadows};
 
 #[derive(Clone)]
-struct Shared {
-    schedd: Arc<Mutex<Schedd>>,
-    changed: Arc<Notify>,
+pub(crate) struct Shared {
+    pub(crate) schedd: Arc<Mutex<Schedd>>,
+    pub(crate) changed: Arc<Notify>,
+    pub(crate) shadows: Arc<Shadows>,
+    /// Asks the negotiator for a cycle soon (there are new idle jobs).
+    pub(crate) reschedule: Arc<Notify>,
 }
 
 fn api_error(e: ScheddError) -> ApiError {
@@ -52,7 +56,7 @@ fn api_error(e: ScheddError) -> ApiError {
 
 /// Runs `f` on the schedd in a blocking task (SQLite commits wait for the
 /// disk).
-async fn with_schedd<T: Send + 'static>(
+pub(crate) async fn with_schedd<T: Send + 'static>(
     st: &Shared,
     f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -180,6 +184,7 @@ async fn submit(
         t0.elapsed() - parsed
     );
     st.changed.notify_one();
+    st.reschedule.notify_one();
     Ok(Json(SubmitReply {
         cluster,
         jobs: u32::try_from(n).unwrap_or(u32::MAX),
@@ -265,6 +270,10 @@ async fn act(
             caller.identity
         );
         st.changed.notify_one();
+        match req.action {
+            JobActionKind::Release => st.reschedule.notify_one(),
+            _ => st.shadows.vacate(&done),
+        }
     }
     Ok(Json(JobActionReply {
         outcomes: done
@@ -398,6 +407,37 @@ fn counts_ads(
     (ad, submitters)
 }
 
+/// Asks the negotiator for a cycle (condor_reschedule); best effort.
+async fn ask_for_cycle(locator: skua_daemon::context::Locator, token: Option<String>) {
+    let endpoint = match locator.endpoint() {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::debug!("no negotiator to ask for a cycle: {e}");
+            return;
+        }
+    };
+    let token = match endpoint {
+        skua_net::Endpoint::Unix(_) => None,
+        _ => token,
+    };
+    let client = match skua_net::Client::new(endpoint, token, Duration::from_secs(10)) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!("asking the negotiator for a cycle: {e}");
+            return;
+        }
+    };
+    if let Err(e) = client
+        .command::<_, skua_proto::Ack>(
+            &routes::NEGOTIATOR_RESCHEDULE,
+            Some(&skua_proto::Reschedule {}),
+        )
+        .await
+    {
+        tracing::debug!("asking the negotiator for a cycle: {e}");
+    }
+}
+
 /// Runs the schedd until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     let path = queue_path(&ctx)?;
@@ -414,6 +454,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         system_policy: system_policy(&ctx)?,
         max_jobs_per_submission: usize_knob(&ctx, "MAX_JOBS_PER_SUBMISSION")?,
         history_max_jobs: usize_knob(&ctx, "HISTORY_MAX_JOBS")?,
+        max_run_failures: usize_knob(&ctx, "MAX_JOB_RUN_FAILURES")?.unwrap_or(5) as i64,
         ..ScheddSettings::default()
     };
     let started = std::time::Instant::now();
@@ -433,9 +474,31 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         schedd.queue().len(),
         started.elapsed()
     );
+    let mut schedd = schedd;
+    match schedd.requeue_interrupted(now_secs()) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} job(s) that ran before the restart are idle again"),
+        Err(e) => tracing::error!("requeueing interrupted jobs: {e}"),
+    }
+    let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
+        Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
+        None => None,
+    };
+    let alive = Duration::from_secs(
+        skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 10)?.max(1),
+    );
+    let shadows = Arc::new(Shadows::new(
+        Dialer {
+            token: ctx.daemon_token.clone(),
+            ca_pem,
+        },
+        alive,
+    ));
     let shared = Shared {
         schedd: Arc::new(Mutex::new(schedd)),
         changed: Arc::new(Notify::new()),
+        shadows: shadows.clone(),
+        reschedule: Arc::new(Notify::new()),
     };
     let routes = Routes::new()
         .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
@@ -444,11 +507,22 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SCHEDD_HISTORY, post(history))
         .command(&routes::SCHEDD_ACT, post(act))
         .command(&routes::SCHEDD_SET_ATTRIBUTE, post(set_attribute))
+        .command(
+            &routes::SCHEDD_RESOURCE_REQUESTS,
+            post(shadow::resource_requests),
+        )
+        .command(&routes::SCHEDD_MATCHES, post(shadow::matches))
+        .command(&routes::SHADOW_BEGIN, post(shadow::begin))
+        .command(&routes::SHADOW_INPUT_FILE, post(shadow::input_file))
+        .command(&routes::SHADOW_OUTPUT_FILE, post(shadow::output_file))
+        .command(&routes::SHADOW_UPDATE, post(shadow::update))
+        .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .with_state(shared.clone());
     let server = Server::new(ctx.server_config(), routes).context("schedd: server setup")?;
     let handle = server.spawn(vec![tcp, unix]);
     let addr = handle.local_addr().context("schedd: no TCP address")?;
     let sinful = format!("<{addr}>");
+    let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
     {
         let mut s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
@@ -474,8 +548,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let mut advertise_tick = tokio::time::interval(ctx.update_interval);
     let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
     let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
+    let negotiator = skua_daemon::context::Locator::new(&ctx.config, "NEGOTIATOR")?;
     loop {
         let mut advertise_now = false;
+        let mut ask = false;
         tokio::select! {
             _ = periodic_tick.tick(), if !periodic.is_zero() => {
                 let st = shared.clone();
@@ -489,6 +565,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             }
             _ = advertise_tick.tick() => advertise_now = true,
+            _ = shared.reschedule.notified() => {
+                advertise_now = true;
+                ask = true;
+            }
             _ = shared.changed.notified() => advertise_now = true,
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break; }
@@ -515,6 +595,13 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             }
             advertised = submitters.into_keys().map(|k| (k, ())).collect();
+        }
+        if ask {
+            // After the Submitter ads are updated, so the cycle sees the
+            // new idle jobs.
+            let locator = negotiator.clone();
+            let token = ctx.daemon_token.clone();
+            tokio::spawn(async move { ask_for_cycle(locator, token).await });
         }
     }
     tracing::info!("schedd shutting down");

@@ -4,12 +4,15 @@
 //! - [`store`]: the durable queue and history in SQLite.
 //! - [`schedd`]: decide, commit, apply, tell (synchronous).
 //! - [`userlog`]: appending job events to users' logs.
-//! - [`daemon`]: the network shell (`skuad schedd`).
+//! - [`daemon`]: the network shell (`skuad schedd`); `shadow.rs`, the
+//!   shadows: one task per claim, running jobs on it and moving their files.
+//! - [`sandbox`]: which files a job's sandbox holds, both ways.
 //! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
 
 pub mod daemon;
 pub mod sandbox;
 pub mod schedd;
+mod shadow;
 pub mod store;
 pub mod userlog;
 

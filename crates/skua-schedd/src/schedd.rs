@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use classad::{ClassAd, EvalOptions, Evaluator, Expr};
 use skua_queue::{
-    int_attr, str_attr, Action, ActionReport, Actor, JobId, Mutation, Queue, QueueError, Selector,
-    SystemPolicy, Txn,
+    int_attr, str_attr, Action, ActionReport, Actor, JobId, JobStatus, Mutation, Queue, QueueError,
+    Selector, SystemPolicy, Txn,
 };
 
 use crate::store::{Changes, HistoryRow, Store, StoreError};
@@ -51,6 +51,9 @@ pub struct ScheddSettings {
     /// The local time zone's offset from UTC at a given time, for the
     /// user log's time stamps.
     pub utc_offset: Option<fn(i64) -> i32>,
+    /// `MAX_JOB_RUN_FAILURES`: a job whose runs failed this many times
+    /// through no fault of its own is held (0: never).
+    pub max_run_failures: i64,
 }
 
 /// The schedd.
@@ -60,6 +63,10 @@ pub struct Schedd {
     ev: Evaluator,
     settings: ScheddSettings,
     userlog: UserLogWriter,
+    /// Autocluster ids by key, stable while the schedd runs.
+    autocluster_ids: std::collections::HashMap<String, u64>,
+    /// The jobs of each autocluster as last offered to the negotiator.
+    autocluster_jobs: std::collections::HashMap<u64, Vec<JobId>>,
 }
 
 impl std::fmt::Debug for Schedd {
@@ -100,6 +107,8 @@ impl Schedd {
             ev: Evaluator::new(EvalOptions::default()),
             settings,
             userlog,
+            autocluster_ids: std::collections::HashMap::new(),
+            autocluster_jobs: std::collections::HashMap::new(),
         })
     }
 
@@ -531,6 +540,174 @@ impl Schedd {
         self.ev = ev;
         result?;
         Ok(out)
+    }
+}
+
+impl Schedd {
+    /// The idle jobs of `owner` not in `busy`, grouped into autoclusters
+    /// by `significant` (see [`Queue::autoclusters`]): `(id, first job's
+    /// whole ad, count)` in queue order. Remembers each autocluster's jobs
+    /// for [`Schedd::job_for_match`].
+    pub fn resource_requests(
+        &mut self,
+        owner: &str,
+        significant: &[String],
+        busy: &std::collections::HashSet<JobId>,
+        now: i64,
+    ) -> Vec<(u64, ClassAd, u64)> {
+        let mut ev = self.take_evaluator(now);
+        let groups = self.queue.autoclusters(&mut ev, owner, significant, None);
+        self.ev = ev;
+        let mut out = Vec::new();
+        for g in groups {
+            let jobs: Vec<JobId> = g.jobs.into_iter().filter(|j| !busy.contains(j)).collect();
+            let Some(first) = jobs.first().and_then(|j| self.queue.job(*j)) else {
+                continue;
+            };
+            let next = self.autocluster_ids.len() as u64 + 1;
+            let id = *self.autocluster_ids.entry(g.key).or_insert(next);
+            out.push((id, first.flatten(), jobs.len() as u64));
+            self.autocluster_jobs.insert(id, jobs);
+        }
+        out
+    }
+
+    /// The job to run on a match made for `autocluster`: its first job
+    /// still idle and not `busy`; failing that, the first idle job of
+    /// `owner` that matches `slot_ad` (see [`Schedd::next_job_for`]).
+    pub fn job_for_match(
+        &mut self,
+        autocluster: u64,
+        owner: &str,
+        slot_ad: &ClassAd,
+        busy: &std::collections::HashSet<JobId>,
+        now: i64,
+    ) -> Option<JobId> {
+        if let Some(jobs) = self.autocluster_jobs.get(&autocluster) {
+            for j in jobs {
+                if !busy.contains(j) && self.queue.status(*j) == Some(JobStatus::Idle) {
+                    return Some(*j);
+                }
+            }
+        }
+        self.next_job_for(owner, slot_ad, busy, now)
+    }
+
+    /// Claim reuse: the first idle job of `owner` (in queue order) not in
+    /// `busy` that matches `slot_ad` both ways.
+    pub fn next_job_for(
+        &mut self,
+        owner: &str,
+        slot_ad: &ClassAd,
+        busy: &std::collections::HashSet<JobId>,
+        now: i64,
+    ) -> Option<JobId> {
+        let mut ev = self.take_evaluator(now);
+        let mut found = None;
+        for id in self.queue.idle_jobs_in_order(&mut ev, Some(owner), None) {
+            if busy.contains(&id) {
+                continue;
+            }
+            let Some(ad) = self.queue.job(id) else {
+                continue;
+            };
+            if classad::symmetric_match(&mut ev, ad, slot_ad).matched {
+                found = Some(id);
+                break;
+            }
+        }
+        self.ev = ev;
+        found
+    }
+
+    /// The job's whole ad (its cluster's attributes merged in).
+    pub fn job_ad(&self, id: JobId) -> Option<ClassAd> {
+        self.queue.job(id).map(ClassAd::flatten)
+    }
+
+    /// A shadow claimed `slot` for `id`: Running.
+    pub fn start_run(&mut self, id: JobId, slot: &str, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_start(id, slot, now)?;
+        self.commit(txn, now)
+    }
+
+    /// The job's process started: the execute event.
+    pub fn executing(
+        &mut self,
+        id: JobId,
+        host: &str,
+        slot: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_executing(id, host, slot, now)?;
+        self.commit(txn, now)
+    }
+
+    /// Usage from the starter (peaks kept).
+    pub fn usage(
+        &mut self,
+        id: JobId,
+        image_kb: i64,
+        rss_kb: i64,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_usage(id, image_kb, rss_kb)?;
+        self.commit(txn, now)
+    }
+
+    /// The run ended without the job's own exit (evicted, or failed).
+    pub fn run_ended(
+        &mut self,
+        id: JobId,
+        end: &skua_queue::RunEnd,
+        usage: skua_queue::Rusage,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self
+            .queue
+            .plan_run_ended(id, end, usage, self.settings.max_run_failures, now)?;
+        self.commit_then_policy(txn, now)
+    }
+
+    /// The job's process exited: the exit policy decides.
+    pub fn job_exited(
+        &mut self,
+        id: JobId,
+        exit: &skua_queue::ExitInfo,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_exit(id, exit, now)?;
+        self.commit_then_policy(txn, now)
+    }
+
+    /// Jobs still marked running from before a restart go back to Idle
+    /// (their shadows are gone); returns how many.
+    pub fn requeue_interrupted(&mut self, now: i64) -> Result<usize, ScheddError> {
+        let ids: Vec<JobId> = self
+            .queue
+            .jobs()
+            .filter(|(id, _)| {
+                matches!(
+                    self.queue.status(*id),
+                    Some(JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput)
+                ) || (self.queue.status(*id) == Some(JobStatus::Removed)
+                    && self.queue.job(*id).is_some_and(|ad| {
+                        ad.lookup(skua_queue::attr::JOB_CURRENT_START_DATE)
+                            .is_some()
+                    }))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        let end = skua_queue::RunEnd::Evicted {
+            reason: "the schedd restarted while the job ran".into(),
+        };
+        for id in &ids {
+            let txn =
+                self.queue
+                    .plan_run_ended(*id, &end, skua_queue::Rusage::default(), 0, now)?;
+            self.commit(txn, now)?;
+        }
+        Ok(ids.len())
     }
 }
 

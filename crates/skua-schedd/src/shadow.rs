@@ -1,0 +1,668 @@
+//! The shadows: for every claim the schedd holds, a task (not a process)
+//! that claims the slot, activates it with a job, serves the starter the
+//! job's input files and takes its output back, records the run in the
+//! queue, and when the job is done runs the next idle job of the same user
+//! on the same claim (claim reuse) or releases the claim.
+//!
+//! The starter's requests (`/shadow/*`) find their run by claim id. The
+//! claim task watches its startd with `/startd/alive` every
+//! `ALIVE_INTERVAL` seconds: a startd that forgot the claim or a starter
+//! that went away without reporting puts the job back to Idle.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use classad::{parse_ad, ClassAd};
+use skua_daemon::now_secs;
+use skua_net::{ApiError, Body, Client, Endpoint, HeaderMap, Json, Response, State};
+use skua_proto::{
+    routes, Ack, ActivateRequest, BeginReply, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
+    DeactivateRequest, InputFileRequest, JobExit, JobUpdate, MatchInfo, Matches, OutputFileMeta,
+    ReleaseRequest, ResourceRequest, ResourceRequests, ResourceRequestsReply, RunOutcome,
+    ShadowBegin, UpdateKind, TRANSFER_HEADER,
+};
+use skua_queue::{ExitInfo, JobId, RunEnd, Rusage};
+use tokio::sync::{oneshot, Notify};
+
+use crate::daemon::{with_schedd, Shared};
+use crate::sandbox::{self, InputPlan};
+
+/// Timeout of a call to a startd.
+const STARTD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a run ended, as the claim task learns it.
+#[derive(Debug)]
+enum RunResult {
+    /// The exit was reported and committed.
+    Reported,
+    /// The starter or the startd went away without a report.
+    Lost(String),
+}
+
+/// One job running (or starting) under a claim.
+struct Run {
+    job: JobId,
+    job_ad: ClassAd,
+    slot: String,
+    startd_addr: String,
+    inputs: Option<InputPlan>,
+    /// A failure the shadow saw itself (missing input...), reported when
+    /// the starter gives up: (reason, hold code, permanent).
+    failure: Option<(String, i64, bool)>,
+    executing: bool,
+    done: Option<oneshot::Sender<RunResult>>,
+    /// Asks the claim task to stop the job (rm, hold).
+    vacate: Arc<Notify>,
+}
+
+/// What the daemon needs to dial startds.
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    pub token: Option<String>,
+    pub ca_pem: Option<String>,
+}
+
+impl Dialer {
+    fn client(&self, address: &str, timeout: Duration) -> Result<Client, String> {
+        let addr = skua_daemon::context::parse_sinful(address).map_err(|e| e.to_string())?;
+        let endpoint = if addr.ip().is_loopback() {
+            Endpoint::Tcp(addr)
+        } else {
+            match &self.ca_pem {
+                Some(pem) => Endpoint::Tls(addr, pem.clone()),
+                None => {
+                    return Err(format!(
+                        "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
+                    ))
+                }
+            }
+        };
+        Client::new(endpoint, self.token.clone(), timeout).map_err(|e| e.to_string())
+    }
+}
+
+/// Every claim and run of the schedd.
+pub(crate) struct Shadows {
+    runs: Mutex<HashMap<String, Run>>,
+    /// Jobs with a claim being made or a run under way.
+    busy: Mutex<HashSet<JobId>>,
+    /// This schedd's address (`<ip:port>`), known once it listens.
+    pub addr: OnceLock<String>,
+    pub dialer: Dialer,
+    pub alive_interval: Duration,
+}
+
+impl Shadows {
+    pub(crate) fn new(dialer: Dialer, alive_interval: Duration) -> Shadows {
+        Shadows {
+            runs: Mutex::new(HashMap::new()),
+            busy: Mutex::new(HashSet::new()),
+            addr: OnceLock::new(),
+            dialer,
+            alive_interval,
+        }
+    }
+
+    fn busy(&self) -> std::sync::MutexGuard<'_, HashSet<JobId>> {
+        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Run>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the runs of `jobs` to stop (their jobs were removed or held).
+    pub(crate) fn vacate(&self, jobs: &[JobId]) {
+        let runs = self.runs();
+        for run in runs.values() {
+            if jobs.contains(&run.job) {
+                run.vacate.notify_one();
+            }
+        }
+    }
+}
+
+fn owner_of(submitter: &str) -> &str {
+    submitter.split('@').next().unwrap_or(submitter)
+}
+
+// ---------------------------------------------------------------------
+// Negotiator-facing routes.
+
+pub(crate) async fn resource_requests(
+    State(st): State<Shared>,
+    Json(req): Json<ResourceRequests>,
+) -> Result<Json<ResourceRequestsReply>, ApiError> {
+    let owner = owner_of(&req.submitter).to_string();
+    let busy = st.shadows.busy().clone();
+    let groups = with_schedd(&st, move |s| {
+        Ok(s.resource_requests(&owner, &req.significant_attributes, &busy, now_secs()))
+    })
+    .await?;
+    Ok(Json(ResourceRequestsReply {
+        requests: groups
+            .into_iter()
+            .map(|(autocluster, ad, count)| ResourceRequest {
+                autocluster,
+                ad: ad.to_string(),
+                count,
+            })
+            .collect(),
+    }))
+}
+
+pub(crate) async fn matches(
+    State(st): State<Shared>,
+    Json(m): Json<Matches>,
+) -> Result<Json<Ack>, ApiError> {
+    let owner = owner_of(&m.submitter).to_string();
+    for info in m.matches {
+        let slot_ad = parse_ad(&info.slot_ad)
+            .map_err(|e| ApiError::bad_request(format!("slot ad of {}: {e}", info.slot)))?;
+        let st2 = st.clone();
+        let owner2 = owner.clone();
+        let autocluster = info.autocluster;
+        let slot_ad2 = slot_ad.clone();
+        // Pick the job and mark it busy under one lock of the busy set.
+        let job = {
+            let busy = st.shadows.busy().clone();
+            with_schedd(&st2, move |s| {
+                Ok(s.job_for_match(autocluster, &owner2, &slot_ad2, &busy, now_secs()))
+            })
+            .await?
+        };
+        let Some(job) = job.filter(|j| st.shadows.busy().insert(*j)) else {
+            // Nothing to run: give the match back at once.
+            let st3 = st.clone();
+            tokio::spawn(async move { release(&st3, &info.startd_addr, &info.claim_id).await });
+            continue;
+        };
+        let st3 = st.clone();
+        let owner3 = owner.clone();
+        tokio::spawn(async move { claim_task(st3, info, slot_ad, owner3, job).await });
+    }
+    Ok(Json(Ack {}))
+}
+
+async fn release(st: &Shared, startd: &str, claim_id: &str) {
+    match st.shadows.dialer.client(startd, STARTD_TIMEOUT) {
+        Ok(c) => {
+            if let Err(e) = c
+                .command::<_, Ack>(
+                    &routes::STARTD_RELEASE,
+                    Some(&ReleaseRequest {
+                        claim_id: claim_id.to_string(),
+                    }),
+                )
+                .await
+            {
+                tracing::debug!("releasing a claim at {startd}: {e}");
+            }
+        }
+        Err(e) => tracing::debug!("releasing a claim at {startd}: {e}"),
+    }
+}
+
+/// Claims the slot, then runs jobs on it until none is left to run.
+async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String, first: JobId) {
+    let shadows = st.shadows.clone();
+    let Some(addr) = shadows.addr.get().cloned() else {
+        shadows.busy().remove(&first);
+        return;
+    };
+    let client = match shadows.dialer.client(&info.startd_addr, STARTD_TIMEOUT) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("cannot reach the startd of {}: {e}", info.slot);
+            shadows.busy().remove(&first);
+            return;
+        }
+    };
+    let Some(first_ad) = with_schedd(&st, move |s| Ok(s.job_ad(first)))
+        .await
+        .ok()
+        .flatten()
+    else {
+        shadows.busy().remove(&first);
+        release(&st, &info.startd_addr, &info.claim_id).await;
+        return;
+    };
+    let claimed: Result<ClaimReply, _> = client
+        .command(
+            &routes::STARTD_CLAIM,
+            Some(&ClaimRequest {
+                claim_id: info.claim_id.clone(),
+                job_ad: first_ad.to_string(),
+                schedd_addr: addr.clone(),
+            }),
+        )
+        .await;
+    let (slot, mut slot_ad) = match claimed {
+        Ok(r) => {
+            let ad = parse_ad(&r.slot_ad).unwrap_or(slot_ad);
+            (r.slot, ad)
+        }
+        Err(e) => {
+            tracing::info!("claiming {} for job {first} failed: {e}", info.slot);
+            shadows.busy().remove(&first);
+            return;
+        }
+    };
+    tracing::info!("claimed {slot} for {owner}");
+    let mut job = first;
+    loop {
+        let outcome = run_one(&st, &client, &info, &slot, &addr, job).await;
+        shadows.busy().remove(&job);
+        if let Err(e) = outcome {
+            tracing::info!("claim on {slot}: {e}; releasing it");
+            break;
+        }
+        // Claim reuse: the next idle job of the same user that fits.
+        let owner2 = owner.clone();
+        let ad2 = slot_ad.clone();
+        let busy = shadows.busy().clone();
+        let next = with_schedd(&st, move |s| {
+            Ok(s.next_job_for(&owner2, &ad2, &busy, now_secs()))
+        })
+        .await
+        .ok()
+        .flatten();
+        match next.filter(|j| shadows.busy().insert(*j)) {
+            Some(j) => job = j,
+            None => break,
+        }
+        // The slot ad's State is Claimed now; matching uses the rest.
+        slot_ad.insert_value("State", "Claimed");
+    }
+    release(&st, &info.startd_addr, &info.claim_id).await;
+    tracing::debug!("released {slot}");
+}
+
+/// Runs `job` under the claim. `Err`: the claim is no longer usable.
+async fn run_one(
+    st: &Shared,
+    client: &Client,
+    info: &MatchInfo,
+    slot: &str,
+    addr: &str,
+    job: JobId,
+) -> Result<(), String> {
+    let shadows = st.shadows.clone();
+    let slot_name = slot.to_string();
+    let started = with_schedd(st, move |s| {
+        s.start_run(job, &slot_name, now_secs())?;
+        Ok(s.job_ad(job))
+    })
+    .await;
+    let job_ad = match started {
+        Ok(Some(ad)) => ad,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            // The job left the idle state meanwhile: try another.
+            tracing::debug!("job {job} cannot start: {}", e.0.message);
+            return Ok(());
+        }
+    };
+    let (done_tx, done_rx) = oneshot::channel();
+    let vacate = Arc::new(Notify::new());
+    shadows.runs().insert(
+        info.claim_id.clone(),
+        Run {
+            job,
+            job_ad: job_ad.clone(),
+            slot: slot.to_string(),
+            startd_addr: info.startd_addr.clone(),
+            inputs: None,
+            failure: None,
+            executing: false,
+            done: Some(done_tx),
+            vacate: vacate.clone(),
+        },
+    );
+    let activated: Result<Ack, _> = client
+        .command(
+            &routes::STARTD_ACTIVATE,
+            Some(&ActivateRequest {
+                claim_id: info.claim_id.clone(),
+                job_ad: job_ad.to_string(),
+                job_id: job.to_string(),
+                shadow_addr: addr.to_string(),
+            }),
+        )
+        .await;
+    if let Err(e) = activated {
+        shadows.runs().remove(&info.claim_id);
+        let reason = format!("the startd of {slot} did not start the job: {e}");
+        end_run(
+            st,
+            job,
+            RunEnd::Failed {
+                reason: reason.clone(),
+                hold_code: 0,
+                permanent: false,
+            },
+        )
+        .await;
+        return Err(reason);
+    }
+    let result = watch_run(st, client, info, job, done_rx, vacate).await;
+    shadows.runs().remove(&info.claim_id);
+    match result {
+        RunResult::Reported => Ok(()),
+        RunResult::Lost(reason) => {
+            end_run(
+                st,
+                job,
+                RunEnd::Failed {
+                    reason: reason.clone(),
+                    hold_code: 0,
+                    permanent: false,
+                },
+            )
+            .await;
+            Err(reason)
+        }
+    }
+}
+
+/// Waits for the run's report, keeping the claim alive and watching it.
+async fn watch_run(
+    st: &Shared,
+    client: &Client,
+    info: &MatchInfo,
+    job: JobId,
+    mut done: oneshot::Receiver<RunResult>,
+    vacate: Arc<Notify>,
+) -> RunResult {
+    let mut tick = tokio::time::interval(st.shadows.alive_interval);
+    tick.tick().await;
+    let mut misses = 0u32;
+    loop {
+        tokio::select! {
+            r = &mut done => {
+                return r.unwrap_or(RunResult::Lost("the run's report was lost".into()));
+            }
+            _ = vacate.notified() => {
+                tracing::info!("stopping job {job} on {}", info.slot);
+                if let Err(e) = client
+                    .command::<_, Ack>(
+                        &routes::STARTD_DEACTIVATE,
+                        Some(&DeactivateRequest { claim_id: info.claim_id.clone(), graceful: false }),
+                    )
+                    .await
+                {
+                    tracing::warn!("stopping job {job}: {e}");
+                }
+            }
+            _ = tick.tick() => {
+                let status: Result<ClaimStatus, _> = client
+                    .command(&routes::STARTD_ALIVE, Some(&ClaimAlive { claim_id: info.claim_id.clone() }))
+                    .await;
+                match status {
+                    Ok(s) if s.job_id.as_deref() == Some(&job.to_string()) => misses = 0,
+                    Ok(_) => {
+                        // No starter runs the job any more. Its report may
+                        // be in flight: give it one more interval.
+                        misses += 1;
+                        if misses >= 2 {
+                            return RunResult::Lost(format!("the starter of job {job} on {} went away", info.slot));
+                        }
+                    }
+                    Err(e) if e.code() == skua_proto::ErrorCode::NotFound => {
+                        return RunResult::Lost(format!("the startd of {} no longer knows the claim", info.slot));
+                    }
+                    Err(e) => {
+                        misses += 1;
+                        if misses >= 3 {
+                            return RunResult::Lost(format!("the startd of {} does not answer: {e}", info.slot));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn end_run(st: &Shared, job: JobId, end: RunEnd) {
+    if let Err(e) = with_schedd(st, move |s| {
+        s.run_ended(job, &end, Rusage::default(), now_secs())
+    })
+    .await
+    {
+        tracing::error!("recording the end of job {job}'s run: {}", e.0.message);
+    }
+    st.changed.notify_one();
+    st.reschedule.notify_one();
+}
+
+// ---------------------------------------------------------------------
+// Starter-facing routes.
+
+fn unknown_claim() -> ApiError {
+    ApiError::not_found("no job runs under this claim here")
+}
+
+pub(crate) async fn begin(
+    State(st): State<Shared>,
+    Json(req): Json<ShadowBegin>,
+) -> Result<Json<BeginReply>, ApiError> {
+    let mut runs = st.shadows.runs();
+    let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
+    if run.job.to_string() != req.job_id {
+        return Err(unknown_claim());
+    }
+    if !req.transfer {
+        run.inputs = Some(InputPlan::default());
+        return Ok(Json(BeginReply { inputs: Vec::new() }));
+    }
+    match sandbox::plan_inputs(&run.job_ad) {
+        Ok(plan) => {
+            let inputs = plan.entries.clone();
+            run.inputs = Some(plan);
+            Ok(Json(BeginReply { inputs }))
+        }
+        Err(e) => {
+            let msg = format!("transferring input files failed: {e}");
+            run.failure = Some((msg.clone(), i64::from(e.hold_reason_code()), true));
+            Err(ApiError::not_found(msg))
+        }
+    }
+}
+
+pub(crate) async fn input_file(
+    State(st): State<Shared>,
+    Json(req): Json<InputFileRequest>,
+) -> Result<Response, ApiError> {
+    let source = {
+        let runs = st.shadows.runs();
+        let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
+        let plan = run
+            .inputs
+            .as_ref()
+            .ok_or_else(|| ApiError::conflict("ask /shadow/begin first"))?;
+        plan.sources
+            .get(req.index)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| ApiError::not_found(format!("no input file #{}", req.index)))?
+    };
+    let result = skua_net::file_response(&source).await;
+    if let Err(e) = &result {
+        if let Some(run) = st.shadows.runs().get_mut(&req.claim_id) {
+            run.failure = Some((
+                format!("transferring input file {} failed: {e}", source.display()),
+                i64::from(sandbox::HOLD_TRANSFER_INPUT_ERROR),
+                false,
+            ));
+        }
+    }
+    result
+}
+
+pub(crate) async fn output_file(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Ack>, ApiError> {
+    let meta: OutputFileMeta = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| ApiError::bad_request(format!("the {TRANSFER_HEADER} header is missing")))
+        .and_then(|v| {
+            serde_json_from_str(v)
+                .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
+        })?;
+    let dest = {
+        let runs = st.shadows.runs();
+        let run = runs.get(&meta.claim_id).ok_or_else(unknown_claim)?;
+        sandbox::output_path(&run.job_ad, &meta.name)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    if let Some(parent) = dest.parent() {
+        if !parent.as_os_str().is_empty() {
+            tokio::fs::create_dir_all(parent).await.map_err(|e| {
+                ApiError::internal(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+    }
+    let result = skua_net::receive_file(body, &dest).await;
+    match result {
+        Ok(_) => {
+            if meta.mode != 0 {
+                set_mode(&dest, meta.mode);
+            }
+            Ok(Json(Ack {}))
+        }
+        Err(e) => {
+            if let Some(run) = st.shadows.runs().get_mut(&meta.claim_id) {
+                run.failure = Some((
+                    format!("transferring output file {} failed: {e}", dest.display()),
+                    i64::from(sandbox::HOLD_TRANSFER_OUTPUT_ERROR),
+                    false,
+                ));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777));
+}
+
+fn serde_json_from_str<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_str(s).map_err(|e| e.to_string())
+}
+
+pub(crate) async fn update(
+    State(st): State<Shared>,
+    Json(u): Json<JobUpdate>,
+) -> Result<Json<Ack>, ApiError> {
+    let (job, slot, startd) = {
+        let mut runs = st.shadows.runs();
+        let run = runs.get_mut(&u.claim_id).ok_or_else(unknown_claim)?;
+        if u.kind == UpdateKind::Executing {
+            run.executing = true;
+        }
+        (run.job, run.slot.clone(), run.startd_addr.clone())
+    };
+    let usage = u.usage;
+    match u.kind {
+        UpdateKind::Executing => {
+            with_schedd(&st, move |s| s.executing(job, &startd, &slot, now_secs())).await?;
+        }
+        UpdateKind::Usage | UpdateKind::Suspended | UpdateKind::Unsuspended => {
+            if usage.image_size_kb > 0 {
+                with_schedd(&st, move |s| {
+                    s.usage(
+                        job,
+                        usage.image_size_kb as i64,
+                        usage.resident_set_size_kb as i64,
+                        now_secs(),
+                    )
+                })
+                .await?;
+            }
+        }
+    }
+    Ok(Json(Ack {}))
+}
+
+pub(crate) async fn exit(
+    State(st): State<Shared>,
+    Json(x): Json<JobExit>,
+) -> Result<Json<Ack>, ApiError> {
+    let (job, failure, done) = {
+        let mut runs = st.shadows.runs();
+        let run = runs.get_mut(&x.claim_id).ok_or_else(unknown_claim)?;
+        (run.job, run.failure.clone(), run.done.take())
+    };
+    let rusage = Rusage {
+        user_secs: x.usage.user_cpu_secs as i64,
+        sys_secs: x.usage.sys_cpu_secs as i64,
+    };
+    let usage = x.usage;
+    let outcome = x.outcome;
+    let result = with_schedd(&st, move |s| {
+        let now = now_secs();
+        if usage.image_size_kb > 0 {
+            s.usage(
+                job,
+                usage.image_size_kb as i64,
+                usage.resident_set_size_kb as i64,
+                now,
+            )?;
+        }
+        match outcome {
+            RunOutcome::Exited { code } => s.job_exited(
+                job,
+                &ExitInfo {
+                    exit_code: Some(i64::from(code)),
+                    remote_usage: rusage,
+                    ..ExitInfo::default()
+                },
+                now,
+            ),
+            RunOutcome::Signaled {
+                signal,
+                core_dumped,
+            } => s.job_exited(
+                job,
+                &ExitInfo {
+                    signal: Some(i64::from(signal)),
+                    core_file: core_dumped.then(|| "core".to_string()),
+                    remote_usage: rusage,
+                    ..ExitInfo::default()
+                },
+                now,
+            ),
+            RunOutcome::Evicted { reason } => {
+                s.run_ended(job, &RunEnd::Evicted { reason }, rusage, now)
+            }
+            RunOutcome::Failed { reason, permanent } => {
+                let end = match failure {
+                    Some((r, code, perm)) => RunEnd::Failed {
+                        reason: r,
+                        hold_code: code,
+                        permanent: perm || permanent,
+                    },
+                    None => RunEnd::Failed {
+                        reason,
+                        hold_code: 0,
+                        permanent,
+                    },
+                };
+                s.run_ended(job, &end, rusage, now)
+            }
+        }
+    })
+    .await;
+    st.changed.notify_one();
+    if let Some(tx) = done {
+        let _ = tx.send(RunResult::Reported);
+    }
+    result.map(|_| Json(Ack {}))
+}
