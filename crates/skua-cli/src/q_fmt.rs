@@ -364,6 +364,97 @@ pub fn skua_status_letter(code: i64) -> &'static str {
     }
 }
 
+/// The `-better-analyze` report of one job, in condor_q's layout.
+pub fn format_analysis(
+    job: &classad::ClassAd,
+    a: &skua_negotiation::Analysis,
+    schedd_name: &str,
+    schedd_addr: &str,
+) -> String {
+    use std::fmt::Write as _;
+    let int = |n: &str| match job.lookup(n) {
+        Some(classad::Expr::Lit(v)) => v.as_int().unwrap_or(0),
+        _ => 0,
+    };
+    let id = format!("{}.{:03}", int("ClusterId"), int("ProcId"));
+    let mut out = String::new();
+    let _ = writeln!(out, "\n-- Schedd: {schedd_name} : {schedd_addr}");
+    if a.requirements.is_empty() {
+        let _ = writeln!(out, "Job {id} has no Requirements expression.\n");
+    } else {
+        let _ = writeln!(out, "The Requirements expression for job {id} is\n");
+        let _ = writeln!(out, "    {}\n", a.requirements);
+        let defined: Vec<String> = job
+            .lookup("Requirements")
+            .map(|e| classad::references(e, job).internal.into_iter().collect())
+            .unwrap_or_default();
+        if !defined.is_empty() {
+            let _ = writeln!(out, "Job {id} defines the following attributes:\n");
+            for name in &defined {
+                if let Some((n, e)) = job
+                    .iter_chained()
+                    .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+                {
+                    let _ = writeln!(out, "    {} = {e}", n.as_str());
+                }
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "The Requirements expression for job {id} reduces to these conditions:\n"
+        );
+        let _ = writeln!(out, "         Slots");
+        let _ = writeln!(out, "Step    Matched  Condition");
+        let _ = writeln!(out, "-----  --------  ---------");
+        for (i, c) in a.clauses.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{:<5}  {:>8}  {}",
+                format!("[{i}]"),
+                c.matched,
+                c.clause
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "\n{id}:  Run analysis summary ignoring user priority.  Of {} machines,",
+        a.slots
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} are rejected by your job's requirements",
+        a.rejected_by_job
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} reject your job because of their own requirements",
+        a.reject_job
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} match and are already running your jobs",
+        a.running_yours
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} match but are serving other users",
+        a.serving_others
+    );
+    let _ = writeln!(out, "{:>7} are able to run your job", a.available);
+    let none: Vec<&str> = a.unsatisfiable().map(|c| c.clause.as_str()).collect();
+    if a.slots > 0 && a.rejected_by_job + a.reject_job == a.slots {
+        let _ = writeln!(out, "\nWARNING:  Be advised:");
+        let _ = writeln!(out, "   No machines matched the jobs's constraints");
+        for c in none {
+            let _ = writeln!(out, "   No slot satisfies: {c}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,10 @@ pub struct QArgs {
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
+    /// Why the jobs do or do not match: each clause of their Requirements
+    /// with how many slots satisfy it, and a summary of the pool's slots.
+    #[arg(long = "better-analyze", alias = "analyze")]
+    better_analyze: bool,
 }
 
 /// The attributes the table views print.
@@ -147,6 +151,9 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     };
     let config = load_config()?;
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+    if a.better_analyze {
+        return better_analyze(&config, &client, selector, &user);
+    }
     let table = !(a.json || a.long || !a.af.is_empty());
     let summary = table && !(a.nobatch || a.hold || a.run);
     let query = JobQuery {
@@ -192,6 +199,59 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     } else {
         q_fmt::format_batches(&reply.batches, Some(&all), &ctx)
     };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `skua q -better-analyze`: the jobs' ads from the schedd, the slots from
+/// the collector, the analysis from the negotiation core.
+fn better_analyze(
+    config: &skua_config::Config,
+    client: &skua_net::Client,
+    selector: JobSelector,
+    user: &str,
+) -> Result<ExitCode> {
+    let query = JobQuery {
+        selector,
+        ..JobQuery::default()
+    };
+    let rt = runtime()?;
+    let reply: JobQueryReply = rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
+    let jobs = parse_ads(&reply.ads)?;
+    let collector = client_for(config, "COLLECTOR", Duration::from_secs(20))?;
+    let slots_reply: skua_proto::QueryReply = rt.block_on(collector.command(
+        &routes::COLLECTOR_QUERY,
+        Some(&skua_proto::Query {
+            ad_type: "Machine".into(),
+            constraint: None,
+            projection: Vec::new(),
+        }),
+    ))?;
+    let slots = slots_reply
+        .ads
+        .iter()
+        .map(|t| classad::parse_ad(t).context("the collector sent an ad that does not parse"))
+        .collect::<Result<Vec<_>>>()?;
+    let now = skua_daemon::now_secs();
+    let (schedd_name, schedd_addr) = schedd_identity(config, client);
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+    let mut out = String::new();
+    for job in &jobs {
+        let owner = match job.lookup("Owner") {
+            Some(classad::Expr::Lit(v)) => v.as_string().unwrap_or_else(|| user.to_string()),
+            _ => user.to_string(),
+        };
+        let analysis = skua_negotiation::analyze(&mut ev, job, &slots, &owner);
+        out.push_str(&q_fmt::format_analysis(
+            job,
+            &analysis,
+            &schedd_name,
+            &schedd_addr,
+        ));
+    }
+    if jobs.is_empty() {
+        out.push_str("No jobs matched the selection.\n");
+    }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
 }

@@ -197,8 +197,8 @@ impl PoolLayout {
 /// What may vary between personal pools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// `DAEMON_LIST`, starting with `MASTER`. Default `MASTER, COLLECTOR, SCHEDD`
-    /// (the other daemons join as they arrive).
+    /// `DAEMON_LIST`, starting with `MASTER`. Default `MASTER, COLLECTOR,
+    /// NEGOTIATOR, SCHEDD, STARTD`: a whole pool on one machine.
     pub daemons: Vec<String>,
     /// `UPDATE_INTERVAL`, in seconds (> 0); default
     /// [`DEFAULT_UPDATE_INTERVAL`].
@@ -218,7 +218,10 @@ pub struct PoolOptions {
 impl Default for PoolOptions {
     fn default() -> Self {
         PoolOptions {
-            daemons: vec!["MASTER".into(), "COLLECTOR".into(), "SCHEDD".into()],
+            daemons: ["MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
             update_interval: DEFAULT_UPDATE_INTERVAL,
             classad_lifetime: DEFAULT_CLASSAD_LIFETIME,
             skuad: None,
@@ -352,6 +355,10 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     c.set("UPDATE_INTERVAL", options.update_interval.to_string());
     c.set("MASTER_UPDATE_INTERVAL", "$(UPDATE_INTERVAL)");
     c.set("CLASSAD_LIFETIME", options.classad_lifetime.to_string());
+
+    c.section("Matchmaking: a cycle every 20 s, and 1 s after new jobs are submitted");
+    c.set("NEGOTIATOR_INTERVAL", "20");
+    c.set("NEGOTIATOR_CYCLE_DELAY", "1");
     Ok(c.text)
 }
 

@@ -152,7 +152,11 @@ fn config_network_is_loopback_with_os_chosen_ports() {
 #[test]
 fn config_daemons_domains_and_intervals() {
     let e = expanded(&pool_config(&dir(), &PoolOptions::default()).unwrap());
-    assert_eq!(e["DAEMON_LIST"], "MASTER, COLLECTOR, SCHEDD");
+    assert_eq!(
+        e["DAEMON_LIST"],
+        "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD"
+    );
+    assert_eq!(e["NEGOTIATOR_CYCLE_DELAY"], "1");
     assert_eq!(e["MASTER_LOG"], "/home/ada/.skua/pool/log/MasterLog");
     assert_eq!(e["COLLECTOR_LOG"], "/home/ada/.skua/pool/log/CollectorLog");
     assert_eq!(e["UID_DOMAIN"], "host.example");
