@@ -11,6 +11,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("skua-config", &[]),
     ("skua-queue", &["classad"]),
     ("skua-submit", &["classad", "skua-config"]),
+    ("skua-slot", &["classad"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -34,6 +35,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "skua-startd",
+        &[
+            "classad",
+            "skua-slot",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-daemon",
         &["classad", "skua-config", "skua-proto", "skua-net"],
     ),
@@ -50,6 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-collector",
             "skua-master",
             "skua-schedd",
+            "skua-startd",
         ],
     ),
     ("skua", &["skua-cli"]),
