@@ -137,7 +137,7 @@ struct SkuadCli {
 }
 
 /// The daemon roles `skuad` can run.
-pub const DAEMON_ROLES: &[&str] = &["master", "collector", "schedd"];
+pub const DAEMON_ROLES: &[&str] = &["master", "collector", "schedd", "startd"];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
@@ -207,6 +207,7 @@ pub fn main_skuad() -> ExitCode {
         match role.as_str() {
             "master" => skua_master::daemon::serve(ctx, rx).await,
             "schedd" => skua_schedd::daemon::serve(ctx, rx).await,
+            "startd" => skua_startd::daemon::serve(ctx, rx).await,
             _ => skua_collector::daemon::serve(ctx, rx).await,
         }
     });
