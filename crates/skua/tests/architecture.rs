@@ -38,6 +38,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "skua-startd",
         &[
             "classad",
+            "skua-config",
             "skua-slot",
             "skua-proto",
             "skua-net",
