@@ -138,7 +138,7 @@ struct SkuadCli {
 }
 
 /// The daemon roles `skuad` can run.
-pub const DAEMON_ROLES: &[&str] = &["master", "collector", "negotiator", "schedd"];
+pub const DAEMON_ROLES: &[&str] = &["master", "collector", "negotiator", "schedd", "startd"];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
@@ -209,6 +209,7 @@ pub fn main_skuad() -> ExitCode {
             "master" => skua_master::daemon::serve(ctx, rx).await,
             "schedd" => skua_schedd::daemon::serve(ctx, rx).await,
             "negotiator" => skua_negotiator::daemon::serve(ctx, rx).await,
+            "startd" => skua_startd::daemon::serve(ctx, rx).await,
             _ => skua_collector::daemon::serve(ctx, rx).await,
         }
     });

@@ -12,6 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("skua-queue", &["classad"]),
     ("skua-negotiation", &["classad"]),
     ("skua-submit", &["classad", "skua-config"]),
+    ("skua-slot", &["classad"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -45,6 +46,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "skua-startd",
+        &[
+            "classad",
+            "skua-config",
+            "skua-slot",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-daemon",
         &["classad", "skua-config", "skua-proto", "skua-net"],
     ),
@@ -63,6 +75,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-schedd",
             "skua-negotiation",
             "skua-negotiator",
+            "skua-startd",
         ],
     ),
     ("skua", &["skua-cli"]),

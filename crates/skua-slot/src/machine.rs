@@ -1,0 +1,1129 @@
+//! The machine: its slots, their claims and their ads.
+
+use std::collections::BTreeMap;
+
+use classad::{ClassAd, EvalOptions, Evaluator, Expr, Value};
+
+use crate::layout::{self, SlotDef};
+use crate::state::{self, Action, Activity, Event, State, Status, Timeouts};
+use crate::{MachineFacts, SlotError};
+
+/// The startd's configuration, read once from the knobs.
+#[derive(Clone, Debug)]
+pub struct StartdConfig {
+    /// The slots at start.
+    pub slots: Vec<SlotDef>,
+    /// `NUM_CPUS`, `MEMORY` (MB), disk (KB): the `Total*` attributes.
+    pub total_cpus: i64,
+    pub total_memory_mb: i64,
+    pub total_disk_kb: i64,
+    /// `START` (default `true`).
+    pub start: Expr,
+    /// `RANK` (default `0`).
+    pub rank: Expr,
+    /// `IS_OWNER` (default `false`).
+    pub is_owner: Expr,
+    /// `STARTD_ATTRS` and `STARTD_EXPRS`: knob name and its value as an
+    /// expression.
+    pub extra_attrs: Vec<(String, Expr)>,
+    pub timeouts: Timeouts,
+    /// `CLAIM_WORKLIFE`: no new activation after a claim is this old
+    /// (seconds); negative: no limit.
+    pub claim_worklife: i64,
+    /// `MACHINE_MAX_VACATE_TIME` (seconds).
+    pub max_vacate_secs: i64,
+}
+
+fn cfg_err(knob: &str, message: impl Into<String>) -> SlotError {
+    SlotError::Config {
+        knob: knob.to_string(),
+        message: message.into(),
+    }
+}
+
+impl StartdConfig {
+    /// Reads the configuration through `knob` (expanded values; `None`
+    /// when undefined).
+    pub fn from_knobs(
+        knob: &dyn Fn(&str) -> Option<String>,
+        facts: &MachineFacts,
+    ) -> Result<StartdConfig, SlotError> {
+        let lc = layout::layout_config(knob, facts.cpus, facts.memory_mb, facts.disk_kb)?;
+        let slots = layout::layout(&lc)?;
+        let defined = |name: &str| knob(name).filter(|v| !v.trim().is_empty());
+        let expr = |name: &str, default: &str| -> Result<Expr, SlotError> {
+            let text = defined(name).unwrap_or_else(|| default.to_string());
+            classad::parse_expr(&text)
+                .map_err(|e| cfg_err(name, format!("`{text}` is not a ClassAd expression: {e}")))
+        };
+        let int = |name: &str, default: i64| -> Result<i64, SlotError> {
+            match defined(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| cfg_err(name, format!("`{v}` is not an integer"))),
+            }
+        };
+        let mut extra_attrs = Vec::new();
+        for list in ["STARTD_ATTRS", "STARTD_EXPRS"] {
+            let Some(names) = defined(list) else {
+                continue;
+            };
+            for name in names
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|n| !n.is_empty())
+            {
+                let Some(text) = defined(name) else {
+                    continue;
+                };
+                let e = classad::parse_expr(&text).map_err(|e| {
+                    cfg_err(
+                        name,
+                        format!("(in {list}) `{text}` is not a ClassAd expression: {e}"),
+                    )
+                })?;
+                extra_attrs.push((name.to_string(), e));
+            }
+        }
+        Ok(StartdConfig {
+            slots,
+            total_cpus: lc.cpus,
+            total_memory_mb: lc.memory_mb,
+            total_disk_kb: lc.disk_kb,
+            start: expr("START", "true")?,
+            rank: expr("RANK", "0")?,
+            is_owner: expr("IS_OWNER", "false")?,
+            extra_attrs,
+            timeouts: Timeouts {
+                match_timeout: int("MATCH_TIMEOUT", 120)?,
+                max_claim_idle: int("MAX_CLAIM_IDLE", 600)?,
+            },
+            claim_worklife: int("CLAIM_WORKLIFE", -1)?,
+            max_vacate_secs: int("MACHINE_MAX_VACATE_TIME", 10)?.max(0),
+        })
+    }
+}
+
+/// Static, partitionable or dynamic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    Static,
+    Partitionable,
+    Dynamic,
+}
+
+impl SlotKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotKind::Static => "Static",
+            SlotKind::Partitionable => "Partitionable",
+            SlotKind::Dynamic => "Dynamic",
+        }
+    }
+}
+
+/// A job running under a claim.
+#[derive(Clone, Debug)]
+pub struct RunningJob {
+    pub job_ad: ClassAd,
+    /// `"C.P"`.
+    pub job_id: String,
+    pub shadow_addr: String,
+    pub started: i64,
+}
+
+/// A match or a claim on a slot.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    pub id: String,
+    /// `user@uiddomain`.
+    pub submitter: String,
+    pub schedd_addr: String,
+    pub matched_at: i64,
+    /// When the schedd claimed it (`None`: only matched).
+    pub claimed_at: Option<i64>,
+    /// The job ad of the claim or of the last activation.
+    pub job_ad: Option<ClassAd>,
+    pub job: Option<RunningJob>,
+}
+
+/// One slot.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// `slotN@host` or `slotN_M@host`.
+    pub name: String,
+    pub id: u32,
+    /// `M` of a dynamic slot.
+    pub sub_id: Option<u32>,
+    pub type_id: u32,
+    pub kind: SlotKind,
+    /// What the slot has now (a partitionable slot: what it has left).
+    pub cpus: i64,
+    pub memory_mb: i64,
+    pub disk_kb: i64,
+    /// What a partitionable slot had at the start.
+    pub total: (i64, i64, i64),
+    pub status: Status,
+    pub claim: Option<Claim>,
+    /// The matches waiting for a claim on a partitionable slot (it stays
+    /// Unclaimed: each claim carves a dynamic slot).
+    pub pending: Vec<Claim>,
+    next_child: u32,
+}
+
+/// Why a request is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No such slot or claim id.
+    NotFound(String),
+    /// The slot's state or policy does not allow it (a stale match).
+    Conflict(String),
+    /// The request itself is malformed.
+    BadRequest(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotFound(m) | Refusal::Conflict(m) | Refusal::BadRequest(m) => f.write_str(m),
+        }
+    }
+}
+
+/// What the daemon needs to start a starter.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub slot: String,
+    pub slot_ad: ClassAd,
+    pub max_vacate_secs: i64,
+}
+
+/// Compares two claim ids in time that does not depend on where they
+/// differ.
+pub fn claim_ids_equal(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn evaluator(now: i64) -> Evaluator {
+    Evaluator::new(EvalOptions {
+        now: now as f64,
+        ..EvalOptions::default()
+    })
+}
+
+/// The job's `RequestCpus`, `RequestMemory` (MB) and `RequestDisk` (KB),
+/// evaluated in the job ad with the slot as TARGET, rounded up to
+/// integers; a missing or non-numeric request counts as 1.
+pub fn job_requests(job_ad: &ClassAd, slot_ad: &ClassAd, now: i64) -> (i64, i64, i64) {
+    let mut ev = evaluator(now);
+    let mut get = |name: &str| -> i64 {
+        match ev.eval_attr(name, job_ad, Some(slot_ad)) {
+            Value::Int(i) => i.max(1),
+            Value::Real(r) if r.is_finite() => (r.ceil() as i64).max(1),
+            _ => 1,
+        }
+    };
+    (get("RequestCpus"), get("RequestMemory"), get("RequestDisk"))
+}
+
+/// Whether `slot_ad` accepts `job_ad` now: START (slot as MY, job as
+/// TARGET) is true, both Requirements hold, and for a partitionable slot
+/// the job's requests fit in what it has left. `Err` says why not.
+pub fn check_claim(slot_ad: &ClassAd, job_ad: &ClassAd, now: i64) -> Result<(), String> {
+    let mut ev = evaluator(now);
+    let start = ev.eval_attr("Start", slot_ad, Some(job_ad));
+    if !start.is_true() {
+        return Err(format!("the slot's START is {start:?} for this job"));
+    }
+    let m = classad::symmetric_match(&mut ev, job_ad, slot_ad);
+    if !m.job_requirements_ok {
+        return Err("the job's Requirements do not hold against the slot".into());
+    }
+    if !m.machine_requirements_ok {
+        return Err("the slot's Requirements do not hold against the job".into());
+    }
+    if ev.eval_attr("PartitionableSlot", slot_ad, None).is_true() {
+        let (c, m, d) = job_requests(job_ad, slot_ad, now);
+        let mut have = |n: &str| ev.eval_attr(n, slot_ad, None).as_int().unwrap_or(0);
+        let (hc, hm, hd) = (have("Cpus"), have("Memory"), have("Disk"));
+        if c > hc || m > hm || d > hd {
+            return Err(format!(
+                "the job asks for {c} CPUs, {m} MB, {d} KB; the slot has {hc} CPUs, {hm} MB, {hd} KB left"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The machine's slots.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub facts: MachineFacts,
+    pub config: StartdConfig,
+    pub slots: Vec<Slot>,
+    /// The startd's address, `<ip:port>`.
+    pub address: String,
+    /// Attributes from STARTD_CRON scripts.
+    pub cron: BTreeMap<String, Expr>,
+}
+
+impl Machine {
+    /// The machine at `now`, every slot Unclaimed.
+    pub fn new(facts: MachineFacts, config: StartdConfig, now: i64) -> Machine {
+        let slots = config
+            .slots
+            .iter()
+            .map(|d| Slot {
+                name: format!("slot{}@{}", d.id, facts.hostname),
+                id: d.id,
+                sub_id: None,
+                type_id: d.type_id,
+                kind: if d.partitionable {
+                    SlotKind::Partitionable
+                } else {
+                    SlotKind::Static
+                },
+                cpus: d.cpus,
+                memory_mb: d.memory_mb,
+                disk_kb: d.disk_kb,
+                total: (d.cpus, d.memory_mb, d.disk_kb),
+                status: Status::new(now),
+                claim: None,
+                pending: Vec::new(),
+                next_child: 1,
+            })
+            .collect();
+        Machine {
+            facts,
+            config,
+            slots,
+            address: String::new(),
+            cron: BTreeMap::new(),
+        }
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        self.slots.iter().position(|s| s.name == name)
+    }
+
+    /// The slot holding claim `id` (claimed or matched), or the
+    /// partitionable slot with a pending match of that id.
+    fn find_claim(&self, id: &str) -> Option<(usize, bool)> {
+        let mut found = None;
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.claim.as_ref().is_some_and(|c| claim_ids_equal(&c.id, id)) {
+                found = Some((i, false));
+            }
+            if s.pending.iter().any(|c| claim_ids_equal(&c.id, id)) {
+                found = Some((i, true));
+            }
+        }
+        found
+    }
+
+    fn not_found() -> Refusal {
+        Refusal::NotFound("no such claim".into())
+    }
+
+    fn apply(&mut self, i: usize, event: Event, now: i64) -> Result<Vec<Action>, Refusal> {
+        let (status, actions) =
+            state::step(self.slots[i].status, event, now, &self.config.timeouts)
+                .map_err(|r| Refusal::Conflict(r.0))?;
+        self.slots[i].status = status;
+        Ok(actions)
+    }
+
+    /// Carries out the claim drops among `actions` (removing a dynamic
+    /// slot and giving its resources back); returns the others, with the
+    /// slot's name.
+    fn settle(&mut self, i: usize, actions: Vec<Action>) -> Vec<(String, Action)> {
+        let name = self.slots[i].name.clone();
+        let mut out = Vec::new();
+        for a in actions {
+            if a == Action::DropClaim {
+                self.slots[i].claim = None;
+                if self.slots[i].kind == SlotKind::Dynamic {
+                    let (id, c, m, d) = {
+                        let s = &self.slots[i];
+                        (s.id, s.cpus, s.memory_mb, s.disk_kb)
+                    };
+                    if let Some(p) = self
+                        .slots
+                        .iter_mut()
+                        .find(|p| p.id == id && p.kind == SlotKind::Partitionable)
+                    {
+                        p.cpus += c;
+                        p.memory_mb += m;
+                        p.disk_kb += d;
+                    }
+                    self.slots.remove(i);
+                    out.push((name.clone(), a));
+                    return out;
+                }
+            }
+            out.push((name.clone(), a));
+        }
+        out
+    }
+
+    /// The negotiator matched `slot` under `claim_id`.
+    pub fn match_notice(
+        &mut self,
+        slot: &str,
+        claim_id: &str,
+        submitter: &str,
+        schedd_addr: &str,
+        now: i64,
+    ) -> Result<(), Refusal> {
+        if claim_id.len() < 16 {
+            return Err(Refusal::BadRequest(
+                "a claim id has at least 16 characters".into(),
+            ));
+        }
+        let i = self
+            .index(slot)
+            .ok_or_else(|| Refusal::NotFound(format!("no slot {slot}")))?;
+        if self.find_claim(claim_id).is_some() {
+            return Err(Refusal::Conflict("this claim id is already in use".into()));
+        }
+        let claim = Claim {
+            id: claim_id.to_string(),
+            submitter: submitter.to_string(),
+            schedd_addr: schedd_addr.to_string(),
+            matched_at: now,
+            claimed_at: None,
+            job_ad: None,
+            job: None,
+        };
+        match self.slots[i].kind {
+            SlotKind::Partitionable => {
+                let s = &self.slots[i];
+                if s.status.state != State::Unclaimed {
+                    return Err(Refusal::Conflict(format!(
+                        "stale match: {} is {}",
+                        s.name,
+                        s.status.state.as_str()
+                    )));
+                }
+                self.slots[i].pending.push(claim);
+            }
+            SlotKind::Static => {
+                self.apply(i, Event::Match, now)
+                    .map_err(|r| Refusal::Conflict(format!("stale match: {r}")))?;
+                self.slots[i].claim = Some(claim);
+            }
+            SlotKind::Dynamic => {
+                return Err(Refusal::Conflict(format!(
+                    "{slot} is a dynamic slot: match its partitionable slot"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// The schedd claims the slot matched under `claim_id` for `job_ad`.
+    /// Returns the claimed slot's name and ad (a dynamic slot carved from
+    /// a partitionable one).
+    pub fn claim(
+        &mut self,
+        claim_id: &str,
+        job_ad: &ClassAd,
+        schedd_addr: &str,
+        now: i64,
+    ) -> Result<(String, ClassAd), Refusal> {
+        let (i, pending) = self.find_claim(claim_id).ok_or_else(Self::not_found)?;
+        let ad = self.slot_ad(i, now);
+        check_claim(&ad, job_ad, now)
+            .map_err(|why| Refusal::Conflict(format!("stale match: {why}")))?;
+        if !pending {
+            self.apply(i, Event::Claim, now)
+                .map_err(|r| Refusal::Conflict(format!("stale match: {r}")))?;
+            let s = &mut self.slots[i];
+            if let Some(c) = s.claim.as_mut() {
+                c.claimed_at = Some(now);
+                c.job_ad = Some(job_ad.clone());
+                if !schedd_addr.is_empty() {
+                    c.schedd_addr = schedd_addr.to_string();
+                }
+            }
+            return Ok((s.name.clone(), self.slot_ad(i, now)));
+        }
+        // carve a dynamic slot
+        let (c, m, d) = job_requests(job_ad, &ad, now);
+        let p = &mut self.slots[i];
+        let pos = p
+            .pending
+            .iter()
+            .position(|c| claim_ids_equal(&c.id, claim_id))
+            .ok_or_else(Self::not_found)?;
+        let mut claim = p.pending.remove(pos);
+        claim.claimed_at = Some(now);
+        claim.job_ad = Some(job_ad.clone());
+        if !schedd_addr.is_empty() {
+            claim.schedd_addr = schedd_addr.to_string();
+        }
+        p.cpus -= c;
+        p.memory_mb -= m;
+        p.disk_kb -= d;
+        let sub = p.next_child;
+        p.next_child += 1;
+        let mut status = Status::new(now);
+        status.state = State::Claimed;
+        let child = Slot {
+            name: format!("slot{}_{}@{}", p.id, sub, self.facts.hostname),
+            id: p.id,
+            sub_id: Some(sub),
+            type_id: p.type_id,
+            kind: SlotKind::Dynamic,
+            cpus: c,
+            memory_mb: m,
+            disk_kb: d,
+            total: (c, m, d),
+            status,
+            claim: Some(claim),
+            pending: Vec::new(),
+            next_child: 1,
+        };
+        let name = child.name.clone();
+        // dynamic slots follow their partitionable slot and its earlier children
+        let mut at = i + 1;
+        while at < self.slots.len() && self.slots[at].kind == SlotKind::Dynamic {
+            at += 1;
+        }
+        self.slots.insert(at, child);
+        Ok((name, self.slot_ad(at, now)))
+    }
+
+    /// Runs a job under a claim: the slot becomes Claimed/Busy and the
+    /// daemon starts a starter with the returned [`Launch`].
+    pub fn activate(
+        &mut self,
+        claim_id: &str,
+        job_ad: &ClassAd,
+        job_id: &str,
+        shadow_addr: &str,
+        now: i64,
+    ) -> Result<Launch, Refusal> {
+        let (i, pending) = self.find_claim(claim_id).ok_or_else(Self::not_found)?;
+        if pending {
+            return Err(Refusal::Conflict("the match has not been claimed".into()));
+        }
+        let claimed_at = self.slots[i]
+            .claim
+            .as_ref()
+            .and_then(|c| c.claimed_at)
+            .ok_or_else(|| Refusal::Conflict("the match has not been claimed".into()))?;
+        if self.config.claim_worklife >= 0 && now - claimed_at > self.config.claim_worklife {
+            return Err(Refusal::Conflict(format!(
+                "the claim is older than CLAIM_WORKLIFE ({} s)",
+                self.config.claim_worklife
+            )));
+        }
+        let ad = self.slot_ad(i, now);
+        check_claim(&ad, job_ad, now).map_err(Refusal::Conflict)?;
+        self.apply(i, Event::Activate, now)?;
+        if let Some(c) = self.slots[i].claim.as_mut() {
+            c.job_ad = Some(job_ad.clone());
+            c.job = Some(RunningJob {
+                job_ad: job_ad.clone(),
+                job_id: job_id.to_string(),
+                shadow_addr: shadow_addr.to_string(),
+                started: now,
+            });
+        }
+        Ok(Launch {
+            slot: self.slots[i].name.clone(),
+            slot_ad: self.slot_ad(i, now),
+            max_vacate_secs: self.config.max_vacate_secs,
+        })
+    }
+
+    fn claimed(&self, claim_id: &str) -> Result<usize, Refusal> {
+        match self.find_claim(claim_id) {
+            Some((i, false)) => Ok(i),
+            _ => Err(Self::not_found()),
+        }
+    }
+
+    /// Stops the claim's job, keeping the claim.
+    pub fn deactivate(
+        &mut self,
+        claim_id: &str,
+        graceful: bool,
+        now: i64,
+    ) -> Result<Vec<(String, Action)>, Refusal> {
+        let i = self.claimed(claim_id)?;
+        let actions = self.apply(i, Event::Deactivate { graceful }, now)?;
+        Ok(self.settle(i, actions))
+    }
+
+    /// Gives the claim up (a match, a claim, a pending match of a
+    /// partitionable slot).
+    pub fn release(&mut self, claim_id: &str, now: i64) -> Result<Vec<(String, Action)>, Refusal> {
+        match self.find_claim(claim_id) {
+            None => Err(Self::not_found()),
+            Some((i, true)) => {
+                self.slots[i]
+                    .pending
+                    .retain(|c| !claim_ids_equal(&c.id, claim_id));
+                Ok(Vec::new())
+            }
+            Some((i, false)) => {
+                let actions = self.apply(i, Event::Release, now)?;
+                Ok(self.settle(i, actions))
+            }
+        }
+    }
+
+    /// The starter of `slot` exited.
+    pub fn starter_exited(&mut self, slot: &str, now: i64) -> Vec<(String, Action)> {
+        let Some(i) = self.index(slot) else {
+            return Vec::new();
+        };
+        if let Some(c) = self.slots[i].claim.as_mut() {
+            c.job = None;
+        }
+        match self.apply(i, Event::StarterExited, now) {
+            Ok(actions) => self.settle(i, actions),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Time passes: matches and idle claims time out, IS_OWNER is
+    /// evaluated.
+    pub fn tick(&mut self, now: i64) -> Vec<(String, Action)> {
+        let timeout = self.config.timeouts.match_timeout;
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.slots.len() {
+            self.slots[i]
+                .pending
+                .retain(|c| now - c.matched_at < timeout);
+            let ad = self.slot_ad(i, now);
+            let is_owner = evaluator(now)
+                .eval(&self.config.is_owner, Some(&ad), None)
+                .is_true();
+            let before = self.slots.len();
+            if let Ok(actions) = self.apply(i, Event::Tick { is_owner }, now) {
+                out.extend(self.settle(i, actions));
+            }
+            if self.slots.len() == before {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// Every slot's ad, with its name.
+    pub fn ads(&self, now: i64) -> Vec<(String, ClassAd)> {
+        (0..self.slots.len())
+            .map(|i| (self.slots[i].name.clone(), self.slot_ad(i, now)))
+            .collect()
+    }
+
+    /// The slot with this name.
+    pub fn slot(&self, name: &str) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.name == name)
+    }
+
+    /// The ad of slot `i` at `now`.
+    pub fn slot_ad(&self, i: usize, now: i64) -> ClassAd {
+        let s = &self.slots[i];
+        let f = &self.facts;
+        let c = &self.config;
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", "Machine");
+        ad.insert_value("TargetType", "Job");
+        ad.insert_value("Name", s.name.as_str());
+        ad.insert_value("Machine", f.hostname.as_str());
+        ad.insert_value("SlotID", i64::from(s.id));
+        ad.insert_value("VirtualMachineID", i64::from(s.id));
+        ad.insert_value("SlotTypeID", i64::from(s.type_id));
+        if let Some(sub) = s.sub_id {
+            ad.insert_value("DSlotId", i64::from(sub));
+        }
+        ad.insert_value("SlotType", s.kind.as_str());
+        ad.insert_value("PartitionableSlot", s.kind == SlotKind::Partitionable);
+        ad.insert_value("DynamicSlot", s.kind == SlotKind::Dynamic);
+        ad.insert_value("Cpus", s.cpus);
+        ad.insert_value("Memory", s.memory_mb);
+        ad.insert_value("Disk", s.disk_kb);
+        ad.insert_value("TotalSlotCpus", s.total.0);
+        ad.insert_value("TotalSlotMemory", s.total.1);
+        ad.insert_value("TotalSlotDisk", s.total.2);
+        if s.kind == SlotKind::Partitionable {
+            let children = self
+                .slots
+                .iter()
+                .filter(|d| d.kind == SlotKind::Dynamic && d.id == s.id)
+                .count() as i64;
+            ad.insert_value("NumDynamicSlots", children);
+        }
+        ad.insert_value("TotalCpus", c.total_cpus);
+        ad.insert_value("TotalMemory", c.total_memory_mb);
+        ad.insert_value("TotalDisk", c.total_disk_kb);
+        ad.insert_value(
+            "TotalSlots",
+            self.slots
+                .iter()
+                .filter(|s| s.kind != SlotKind::Dynamic)
+                .count() as i64,
+        );
+        ad.insert_value("DetectedCpus", f.cpus);
+        ad.insert_value("DetectedMemory", f.memory_mb);
+        ad.insert_value("Arch", f.arch.as_str());
+        ad.insert_value("OpSys", f.opsys.as_str());
+        ad.insert_value("OpSysAndVer", f.opsys_and_ver.as_str());
+        ad.insert_value("OpSysName", f.opsys_name.as_str());
+        ad.insert_value("OpSysMajorVer", f.opsys_major_ver);
+        ad.insert_value("OpSysLongName", f.opsys_long_name.as_str());
+        // load: a busy slot's job accounts for up to its CPUs of the
+        // machine's load; the rest is the owner's, spread evenly
+        let busy_cpus: i64 = self
+            .slots
+            .iter()
+            .filter(|s| s.status.activity == Activity::Busy)
+            .map(|s| s.cpus)
+            .sum();
+        let condor_total = f.load_avg.min(busy_cpus as f64);
+        let owner_share = (f.load_avg - condor_total).max(0.0) / self.slots.len().max(1) as f64;
+        let condor = if s.status.activity == Activity::Busy && busy_cpus > 0 {
+            condor_total * s.cpus as f64 / busy_cpus as f64
+        } else {
+            0.0
+        };
+        ad.insert_value("CondorLoadAvg", condor);
+        ad.insert_value("LoadAvg", condor + owner_share);
+        ad.insert_value("TotalLoadAvg", f.load_avg);
+        ad.insert_value("TotalCondorLoadAvg", condor_total);
+        ad.insert_value("KeyboardIdle", f.keyboard_idle);
+        ad.insert_value("ConsoleIdle", f.console_idle);
+        if let Some(m) = f.mips {
+            ad.insert_value("Mips", m);
+        }
+        if let Some(k) = f.kflops {
+            ad.insert_value("KFlops", k);
+        }
+        ad.insert_value("FileSystemDomain", f.filesystem_domain.as_str());
+        ad.insert_value("UidDomain", f.uid_domain.as_str());
+        ad.insert_value("HasFileTransfer", true);
+        ad.insert_value("StartdIpAddr", self.address.as_str());
+        ad.insert_value("MyAddress", self.address.as_str());
+        ad.insert_value("State", s.status.state.as_str());
+        ad.insert_value("Activity", s.status.activity.as_str());
+        ad.insert_value("EnteredCurrentState", s.status.entered_state);
+        ad.insert_value("EnteredCurrentActivity", s.status.entered_activity);
+        ad.insert_value("MyCurrentTime", now);
+        ad.insert_value("DaemonStartTime", f.start_time);
+        ad.insert_value("MachineMaxVacateTime", c.max_vacate_secs);
+        ad.insert("Start", c.start.clone());
+        if let Ok(req) = classad::parse_expr("START") {
+            ad.insert("Requirements", req);
+        }
+        ad.insert("Rank", c.rank.clone());
+        ad.insert("IsOwner", c.is_owner.clone());
+        for (name, e) in &c.extra_attrs {
+            ad.insert(name.as_str(), e.clone());
+        }
+        for (name, e) in &self.cron {
+            ad.insert(name.as_str(), e.clone());
+        }
+        let mut current_rank = 0.0;
+        if let Some(cl) = &s.claim {
+            if cl.claimed_at.is_some() {
+                ad.insert_value("RemoteUser", cl.submitter.as_str());
+                ad.insert_value("RemoteOwner", cl.submitter.as_str());
+                let host = cl
+                    .schedd_addr
+                    .trim_start_matches('<')
+                    .split([':', '>'])
+                    .next()
+                    .unwrap_or("");
+                ad.insert_value("ClientMachine", host);
+                if let Some(job_ad) = &cl.job_ad {
+                    current_rank = match classad::rank(&mut evaluator(now), &ad, job_ad) {
+                        Value::Int(i) => i as f64,
+                        Value::Real(r) => r,
+                        _ => 0.0,
+                    };
+                }
+            }
+            if let Some(j) = &cl.job {
+                ad.insert_value("JobId", j.job_id.as_str());
+                ad.insert_value("JobStart", j.started);
+                let mut ev = evaluator(now);
+                if let Some(g) = ev.eval_attr("GlobalJobId", &j.job_ad, None).as_string() {
+                    ad.insert_value("GlobalJobId", g);
+                }
+            }
+        }
+        ad.insert_value("CurrentRank", current_rank);
+        ad
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const CLAIM: &str = "claim-0123456789abcdef";
+    const CLAIM2: &str = "claim-fedcba9876543210";
+
+    fn facts() -> MachineFacts {
+        MachineFacts {
+            cpus: 4,
+            memory_mb: 4096,
+            disk_kb: 400_000,
+            hostname: "node.example".into(),
+            load_avg: 1.5,
+            start_time: 100,
+            ..MachineFacts::default()
+        }
+    }
+
+    fn machine(knobs: &[(&str, &str)]) -> Machine {
+        let map: BTreeMap<String, String> = knobs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let lookup = move |k: &str| map.get(k).cloned();
+        let f = facts();
+        let cfg = StartdConfig::from_knobs(&lookup, &f).unwrap();
+        let mut m = Machine::new(f, cfg, 1000);
+        m.address = "<127.0.0.1:5555>".into();
+        m
+    }
+
+    fn job(text: &str) -> ClassAd {
+        classad::parse_ad(text).unwrap()
+    }
+
+    fn simple_job() -> ClassAd {
+        job(
+            "[ Owner = \"alice\"; RequestCpus = 1; RequestMemory = 100; RequestDisk = 1000; \
+              Requirements = TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory; \
+              GlobalJobId = \"sub#1.0#5\" ]",
+        )
+    }
+
+    fn attr(ad: &ClassAd, name: &str) -> String {
+        classad::unparse_value(&evaluator(0).eval_attr(name, ad, None))
+    }
+
+    fn v(x: impl Into<Value>) -> String {
+        classad::unparse_value(&x.into())
+    }
+
+    fn pslot() -> Machine {
+        machine(&[
+            ("NUM_SLOTS_TYPE_1", "1"),
+            ("SLOT_TYPE_1", "100%"),
+            ("SLOT_TYPE_1_PARTITIONABLE", "true"),
+        ])
+    }
+
+    #[test]
+    fn slot_ads_carry_htcondor_attributes() {
+        let m = machine(&[("NUM_CPUS", "6"), ("START", "TARGET.Owner == \"alice\"")]);
+        let ads = m.ads(1234);
+        assert_eq!(ads.len(), 6);
+        let (name, ad) = &ads[1];
+        assert_eq!(name, "slot2@node.example");
+        for (a, v) in [
+            ("MyType", v("Machine")),
+            ("TargetType", v("Job")),
+            ("Name", v("slot2@node.example")),
+            ("Machine", v("node.example")),
+            ("SlotID", v(2_i64)),
+            ("VirtualMachineID", v(2_i64)),
+            ("SlotType", v("Static")),
+            ("PartitionableSlot", v(false)),
+            ("Cpus", v(1_i64)),
+            ("Memory", v(682_i64)),
+            ("TotalCpus", v(6_i64)),
+            ("TotalSlots", v(6_i64)),
+            ("State", v("Unclaimed")),
+            ("Activity", v("Idle")),
+            ("EnteredCurrentState", v(1000_i64)),
+            ("MyCurrentTime", v(1234_i64)),
+            ("DaemonStartTime", v(100_i64)),
+            ("MyAddress", v("<127.0.0.1:5555>")),
+            ("StartdIpAddr", v("<127.0.0.1:5555>")),
+            ("HasFileTransfer", v(true)),
+            ("OpSys", v("LINUX")),
+            ("TotalLoadAvg", v(1.5)),
+            ("IsOwner", v(false)),
+            ("CurrentRank", v(0.0)),
+        ] {
+            assert_eq!(attr(ad, a), v, "{a}");
+        }
+        // Requirements is START, evaluated against the job
+        let alice = job("[ Owner = \"alice\" ]");
+        let bob = job("[ Owner = \"bob\" ]");
+        let mut ev = evaluator(0);
+        assert!(ev.eval_attr("Requirements", ad, Some(&alice)).is_true());
+        assert!(!ev.eval_attr("Requirements", ad, Some(&bob)).is_true());
+    }
+
+    #[test]
+    fn startd_attrs_and_cron_attributes_are_merged() {
+        let mut m = machine(&[
+            ("STARTD_ATTRS", "HasBlast, Site"),
+            ("HasBlast", "true"),
+            ("Site", "\"lab\""),
+            ("STARTD_EXPRS", "Undefined_Knob"),
+        ]);
+        m.cron
+            .insert("Temperature".into(), classad::parse_expr("42").unwrap());
+        let ad = &m.ads(0)[0].1;
+        assert_eq!(attr(ad, "HasBlast"), v(true));
+        assert_eq!(attr(ad, "Site"), v("lab"));
+        assert_eq!(attr(ad, "Temperature"), v(42_i64));
+        assert!(ad.lookup("Undefined_Knob").is_none());
+    }
+
+    #[test]
+    fn a_bad_start_expression_names_the_knob() {
+        let lookup = |k: &str| (k == "START").then(|| "((".to_string());
+        let e = StartdConfig::from_knobs(&lookup, &facts()).unwrap_err();
+        assert!(e.to_string().starts_with("START:"), "{e}");
+    }
+
+    #[test]
+    fn static_slot_match_claim_activate_release() {
+        let mut m = machine(&[]);
+        let slot = "slot1@node.example";
+        m.match_notice(slot, CLAIM, "alice@dom", "<127.0.0.1:9>", 1000)
+            .unwrap();
+        assert_eq!(m.slot(slot).unwrap().status.state, State::Matched);
+        // a second match on the same slot is stale
+        let r = m
+            .match_notice(slot, CLAIM2, "bob@dom", "<127.0.0.1:9>", 1001)
+            .unwrap_err();
+        assert!(
+            matches!(r, Refusal::Conflict(ref m) if m.contains("stale")),
+            "{r:?}"
+        );
+        // a wrong claim id is not found
+        let r = m.claim(CLAIM2, &simple_job(), "", 1002).unwrap_err();
+        assert!(matches!(r, Refusal::NotFound(_)), "{r:?}");
+        let (name, ad) = m
+            .claim(CLAIM, &simple_job(), "<127.0.0.1:9>", 1002)
+            .unwrap();
+        assert_eq!(name, slot);
+        assert_eq!(attr(&ad, "State"), v("Claimed"));
+        assert_eq!(attr(&ad, "RemoteUser"), v("alice@dom"));
+        assert_eq!(attr(&ad, "ClientMachine"), v("127.0.0.1"));
+        let launch = m
+            .activate(CLAIM, &simple_job(), "1.0", "<127.0.0.1:9>", 1003)
+            .unwrap();
+        assert_eq!(launch.slot, slot);
+        assert_eq!(attr(&launch.slot_ad, "Activity"), v("Busy"));
+        assert_eq!(attr(&launch.slot_ad, "JobId"), v("1.0"));
+        assert_eq!(attr(&launch.slot_ad, "GlobalJobId"), v("sub#1.0#5"));
+        assert_eq!(attr(&launch.slot_ad, "JobStart"), v(1003_i64));
+        // busy: a second activation is refused
+        assert!(matches!(
+            m.activate(CLAIM, &simple_job(), "1.1", "", 1004),
+            Err(Refusal::Conflict(_))
+        ));
+        let a = m.starter_exited(slot, 1010);
+        assert!(a.is_empty());
+        assert_eq!(m.slot(slot).unwrap().status.activity, Activity::Idle);
+        // claim reuse
+        m.activate(CLAIM, &simple_job(), "1.1", "", 1011).unwrap();
+        let a = m.release(CLAIM, 1012).unwrap();
+        assert_eq!(a, vec![(slot.to_string(), Action::HardKillStarter)]);
+        assert_eq!(m.slot(slot).unwrap().status.state, State::Preempting);
+        let a = m.starter_exited(slot, 1013);
+        assert_eq!(a, vec![(slot.to_string(), Action::DropClaim)]);
+        let s = m.slot(slot).unwrap();
+        assert_eq!(
+            (s.status.state, s.claim.is_none()),
+            (State::Unclaimed, true)
+        );
+        assert!(matches!(m.release(CLAIM, 1014), Err(Refusal::NotFound(_))));
+    }
+
+    #[test]
+    fn a_stale_match_is_refused_with_the_reason() {
+        let mut m = machine(&[("START", "TARGET.Owner != \"mallory\"")]);
+        let slot = "slot1@node.example";
+        m.match_notice(slot, CLAIM, "m@dom", "", 0).unwrap();
+        let r = m
+            .claim(
+                CLAIM,
+                &job("[ Owner = \"mallory\"; Requirements = true ]"),
+                "",
+                1,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&r, Refusal::Conflict(m) if m.contains("START")),
+            "{r:?}"
+        );
+        let r = m
+            .claim(
+                CLAIM,
+                &job("[ Owner = \"a\"; Requirements = TARGET.Memory > 100000 ]"),
+                "",
+                1,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&r, Refusal::Conflict(m) if m.contains("job's Requirements")),
+            "{r:?}"
+        );
+        // still Matched: the refusal changed nothing
+        assert_eq!(m.slot(slot).unwrap().status.state, State::Matched);
+    }
+
+    #[test]
+    fn matches_expire_and_idle_claims_are_released() {
+        let mut m = machine(&[("MATCH_TIMEOUT", "30"), ("MAX_CLAIM_IDLE", "50")]);
+        m.match_notice("slot1@node.example", CLAIM, "a@d", "", 0)
+            .unwrap();
+        m.match_notice("slot2@node.example", CLAIM2, "a@d", "", 0)
+            .unwrap();
+        m.claim(CLAIM2, &simple_job(), "", 10).unwrap();
+        assert!(m.tick(29).is_empty());
+        let a = m.tick(30);
+        assert_eq!(a, vec![("slot1@node.example".into(), Action::DropClaim)]);
+        assert!(matches!(
+            m.claim(CLAIM, &simple_job(), "", 31),
+            Err(Refusal::NotFound(_))
+        ));
+        assert!(m.tick(59).is_empty());
+        let a = m.tick(60);
+        assert_eq!(a, vec![("slot2@node.example".into(), Action::DropClaim)]);
+    }
+
+    #[test]
+    fn claim_worklife_stops_new_activations() {
+        let mut m = machine(&[("CLAIM_WORKLIFE", "100")]);
+        m.match_notice("slot1@node.example", CLAIM, "a@d", "", 0)
+            .unwrap();
+        m.claim(CLAIM, &simple_job(), "", 0).unwrap();
+        m.activate(CLAIM, &simple_job(), "1.0", "", 50).unwrap();
+        m.starter_exited("slot1@node.example", 90);
+        let r = m
+            .activate(CLAIM, &simple_job(), "1.1", "", 101)
+            .unwrap_err();
+        assert!(
+            matches!(&r, Refusal::Conflict(m) if m.contains("CLAIM_WORKLIFE")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn partitionable_slot_carves_and_gets_resources_back() {
+        let mut m = pslot();
+        let p = "slot1@node.example";
+        let ad = &m.ads(0)[0].1;
+        assert_eq!(attr(ad, "SlotType"), v("Partitionable"));
+        assert_eq!(attr(ad, "PartitionableSlot"), v(true));
+        assert_eq!(attr(ad, "Cpus"), v(4_i64));
+        m.match_notice(p, CLAIM, "a@d", "", 0).unwrap();
+        m.match_notice(p, CLAIM2, "a@d", "", 0).unwrap();
+        // the partitionable slot stays Unclaimed and takes both matches
+        assert_eq!(m.slot(p).unwrap().status.state, State::Unclaimed);
+        let big = job(
+            "[ RequestCpus = 3; RequestMemory = 1000.5; RequestDisk = 10; Requirements = true ]",
+        );
+        let (d1, ad1) = m.claim(CLAIM, &big, "", 1).unwrap();
+        assert_eq!(d1, "slot1_1@node.example");
+        assert_eq!(attr(&ad1, "SlotType"), v("Dynamic"));
+        assert_eq!(attr(&ad1, "DynamicSlot"), v(true));
+        assert_eq!(attr(&ad1, "Cpus"), v(3_i64));
+        assert_eq!(attr(&ad1, "Memory"), v(1001_i64));
+        assert_eq!(attr(&ad1, "Disk"), v(10_i64));
+        assert_eq!(attr(&ad1, "State"), v("Claimed"));
+        let pad = &m.ads(1)[0].1;
+        assert_eq!(attr(pad, "Cpus"), v(1_i64));
+        assert_eq!(attr(pad, "Memory"), v(4096_i64 - 1001));
+        assert_eq!(attr(pad, "NumDynamicSlots"), v(1_i64));
+        // the second job no longer fits
+        let r = m.claim(CLAIM2, &big, "", 2).unwrap_err();
+        assert!(
+            matches!(&r, Refusal::Conflict(m) if m.contains("3 CPUs")),
+            "{r:?}"
+        );
+        // a small one does, and gets the next name
+        let (d2, _) = m.claim(CLAIM2, &simple_job(), "", 2).unwrap();
+        assert_eq!(d2, "slot1_2@node.example");
+        assert_eq!(m.slot(p).unwrap().cpus, 0);
+        // releasing the first dynamic slot removes it and gives its share back
+        let a = m.release(CLAIM, 3).unwrap();
+        assert_eq!(a, vec![(d1.clone(), Action::DropClaim)]);
+        assert!(m.slot(&d1).is_none());
+        let ps = m.slot(p).unwrap();
+        assert_eq!(
+            (ps.cpus, ps.memory_mb, ps.disk_kb),
+            (3, 4096 - 100, 400_000 - 1000)
+        );
+        // a busy dynamic slot released: killed first, removed after its starter exits
+        m.activate(CLAIM2, &simple_job(), "2.0", "", 4).unwrap();
+        m.release(CLAIM2, 5).unwrap();
+        assert!(m.slot(&d2).is_some());
+        m.starter_exited(&d2, 6);
+        assert!(m.slot(&d2).is_none());
+        let ps = m.slot(p).unwrap();
+        assert_eq!((ps.cpus, ps.memory_mb, ps.disk_kb), (4, 4096, 400_000));
+    }
+
+    #[test]
+    fn pending_partitionable_matches_expire() {
+        let mut m = pslot();
+        m.match_notice("slot1@node.example", CLAIM, "a@d", "", 0)
+            .unwrap();
+        m.tick(119);
+        assert_eq!(m.slot("slot1@node.example").unwrap().pending.len(), 1);
+        m.tick(120);
+        assert!(matches!(
+            m.claim(CLAIM, &simple_job(), "", 121),
+            Err(Refusal::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn match_notice_refusals() {
+        let mut m = machine(&[]);
+        assert!(matches!(
+            m.match_notice("slot9@node.example", CLAIM, "a@d", "", 0),
+            Err(Refusal::NotFound(_))
+        ));
+        assert!(matches!(
+            m.match_notice("slot1@node.example", "short", "a@d", "", 0),
+            Err(Refusal::BadRequest(_))
+        ));
+        m.match_notice("slot1@node.example", CLAIM, "a@d", "", 0)
+            .unwrap();
+        assert!(matches!(
+            m.match_notice("slot2@node.example", CLAIM, "a@d", "", 0),
+            Err(Refusal::Conflict(_))
+        ));
+    }
+
+    #[test]
+    fn claim_ids_compare_exactly() {
+        assert!(claim_ids_equal(CLAIM, CLAIM));
+        assert!(!claim_ids_equal(CLAIM, CLAIM2));
+        assert!(!claim_ids_equal(CLAIM, &CLAIM[1..]));
+    }
+
+    #[test]
+    fn owner_state_when_is_owner_holds() {
+        let mut m = machine(&[("IS_OWNER", "KeyboardIdle < 60")]);
+        m.tick(1);
+        assert_eq!(m.slots[0].status.state, State::Owner);
+        m.facts.keyboard_idle = 600;
+        m.tick(2);
+        assert_eq!(m.slots[0].status.state, State::Unclaimed);
+    }
+}

@@ -1,0 +1,731 @@
+//! `skuad startd`: the shell around `skua-slot`.
+//!
+//! One event loop owns the [`Machine`]: requests from the routes, timer
+//! ticks, starter exits and STARTD_CRON results arrive as [`Event`]s on one
+//! channel and are handled in order. Slot ads are published on a watch
+//! channel; an advertiser task sends them to the collector at every
+//! change (coalesced), every `UPDATE_INTERVAL`, and withdraws them at a
+//! clean shutdown.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use classad::{ClassAd, Expr};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use skua_daemon::context::Locator;
+use skua_daemon::{now_secs, DaemonContext};
+use skua_net::routing::post;
+use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
+use skua_proto::{
+    routes, Ack, ActivateRequest, AdUpdate, ClaimReply, ClaimRequest, DeactivateRequest,
+    Invalidate, MatchNotice, ReleaseRequest, StarterSpec,
+};
+use skua_slot::{Action, Machine, Refusal, StartdConfig};
+use tokio::io::AsyncWriteExt as _;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::cron::{self, CronJob};
+use crate::facts::{self, FactSources};
+
+/// A request from a route.
+#[derive(Debug)]
+pub enum Request {
+    Match(MatchNotice),
+    Claim(ClaimRequest),
+    Activate(ActivateRequest),
+    Deactivate(DeactivateRequest),
+    Release(ReleaseRequest),
+}
+
+/// A route's answer.
+#[derive(Debug)]
+pub enum Reply {
+    Ack,
+    Claim(ClaimReply),
+}
+
+/// Everything the loop reacts to.
+#[derive(Debug)]
+pub enum Event {
+    Request {
+        request: Request,
+        caller: String,
+        reply: oneshot::Sender<Result<Reply, ApiError>>,
+    },
+    /// A starter exited.
+    StarterExited {
+        slot: String,
+        pid: u32,
+        status: Option<std::process::ExitStatus>,
+    },
+    /// A STARTD_CRON job produced attributes.
+    Cron {
+        job: String,
+        attrs: BTreeMap<String, Expr>,
+    },
+}
+
+#[derive(Clone)]
+struct Shared {
+    events: mpsc::Sender<Event>,
+}
+
+async fn ask(st: &Shared, caller: &Caller, request: Request) -> Result<Reply, ApiError> {
+    let (tx, rx) = oneshot::channel();
+    st.events
+        .send(Event::Request {
+            request,
+            caller: caller.identity.to_string(),
+            reply: tx,
+        })
+        .await
+        .map_err(|_| ApiError::unavailable("the startd is shutting down"))?;
+    rx.await
+        .map_err(|_| ApiError::unavailable("the startd is shutting down"))?
+}
+
+async fn ack(st: &Shared, caller: &Caller, request: Request) -> Result<Json<Ack>, ApiError> {
+    ask(st, caller, request).await.map(|_| Json(Ack {}))
+}
+
+async fn match_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<MatchNotice>,
+) -> Result<Json<Ack>, ApiError> {
+    ack(&st, &caller, Request::Match(req)).await
+}
+
+async fn claim_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<ClaimRequest>,
+) -> Result<Json<ClaimReply>, ApiError> {
+    match ask(&st, &caller, Request::Claim(req)).await? {
+        Reply::Claim(r) => Ok(Json(r)),
+        Reply::Ack => Err(ApiError::internal("no claim reply")),
+    }
+}
+
+async fn activate_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<ActivateRequest>,
+) -> Result<Json<Ack>, ApiError> {
+    ack(&st, &caller, Request::Activate(req)).await
+}
+
+async fn deactivate_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<DeactivateRequest>,
+) -> Result<Json<Ack>, ApiError> {
+    ack(&st, &caller, Request::Deactivate(req)).await
+}
+
+async fn release_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<ReleaseRequest>,
+) -> Result<Json<Ack>, ApiError> {
+    ack(&st, &caller, Request::Release(req)).await
+}
+
+fn api_error(r: Refusal) -> ApiError {
+    match r {
+        Refusal::NotFound(m) => ApiError::not_found(m),
+        Refusal::Conflict(m) => ApiError::conflict(m),
+        Refusal::BadRequest(m) => ApiError::bad_request(m),
+    }
+}
+
+/// A running starter.
+struct Starter {
+    pid: u32,
+    /// Dropping it closes the starter's standard input.
+    _stdin_keeper: oneshot::Sender<()>,
+}
+
+/// How starters are run and where.
+#[derive(Clone, Debug)]
+pub struct StarterSetup {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub execute: PathBuf,
+}
+
+/// The starter program: `STARTER` when the configuration sets it (not the
+/// built-in default, which names HTCondor's own starter), with
+/// `STARTER_ARGS`; otherwise this executable with the argument `starter`.
+fn starter_setup(ctx: &DaemonContext, execute: PathBuf) -> anyhow::Result<StarterSetup> {
+    let configured = |name: &str| {
+        ctx.config
+            .knob(name)
+            .is_some_and(|k| !matches!(k.origin, skua_config::Origin::Default))
+    };
+    let (program, args) = match ctx.knob("STARTER")? {
+        Some(p) if configured("STARTER") => {
+            let args = match ctx.knob("STARTER_ARGS")? {
+                Some(a) if configured("STARTER_ARGS") => {
+                    a.split_whitespace().map(str::to_string).collect()
+                }
+                _ => Vec::new(),
+            };
+            (PathBuf::from(p), args)
+        }
+        _ => (
+            std::env::current_exe().context("locating skuad")?,
+            vec!["starter".to_string()],
+        ),
+    };
+    Ok(StarterSetup {
+        program,
+        args,
+        execute,
+    })
+}
+
+fn pgid_file(execute: &Path, pid: u32) -> PathBuf {
+    execute.join(format!("dir_{pid}.pgid"))
+}
+
+/// Kills the process group named in `file` (if any) and removes it.
+fn kill_group_of(file: &Path) {
+    if let Ok(text) = std::fs::read_to_string(file) {
+        if let Ok(pgid) = text.trim().parse::<i32>() {
+            if pgid > 1 {
+                match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+                    Ok(()) => tracing::info!("killed the leftover process group {pgid}"),
+                    Err(nix::errno::Errno::ESRCH) => {}
+                    Err(e) => tracing::warn!("killing process group {pgid}: {e}"),
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(file);
+}
+
+/// At start-up: kills the process groups of leftover `dir_*.pgid` files
+/// and removes every `dir_*` in the execute directory.
+pub fn clean_execute(execute: &Path) {
+    let Ok(entries) = std::fs::read_dir(execute) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "pgid"))
+    {
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("dir_"))
+        {
+            kill_group_of(p);
+        }
+    }
+    for p in &entries {
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.starts_with("dir_") || !p.exists() {
+            continue;
+        }
+        let r = if p.is_dir() {
+            std::fs::remove_dir_all(p)
+        } else {
+            std::fs::remove_file(p)
+        };
+        match r {
+            Ok(()) => tracing::info!("removed the leftover {}", p.display()),
+            Err(e) => tracing::warn!("removing the leftover {}: {e}", p.display()),
+        }
+    }
+}
+
+/// After a starter exited: an abnormal exit leaves its job's process
+/// group behind, so it is killed; the scratch directory goes either way.
+fn clean_after_starter(execute: &Path, pid: u32, abnormal: bool) {
+    let file = pgid_file(execute, pid);
+    if abnormal {
+        kill_group_of(&file);
+    } else {
+        let _ = std::fs::remove_file(&file);
+    }
+    let dir = execute.join(format!("dir_{pid}"));
+    if dir.exists() {
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            tracing::warn!("removing {}: {e}", dir.display());
+        }
+    }
+}
+
+fn signal_starter(starters: &BTreeMap<String, Starter>, slot: &str, sig: Signal) -> bool {
+    let Some(s) = starters.get(slot) else {
+        return false;
+    };
+    let Ok(pid) = i32::try_from(s.pid) else {
+        return false;
+    };
+    // the starter leads its own process group
+    match nix::sys::signal::kill(Pid::from_raw(pid), sig) {
+        Ok(()) => {
+            tracing::info!("sent {sig} to the starter {pid} of {slot}");
+            true
+        }
+        Err(e) => {
+            tracing::warn!("sending {sig} to the starter {pid} of {slot}: {e}");
+            false
+        }
+    }
+}
+
+/// Spawns a starter for `slot`, writes the spec on its standard input and
+/// keeps that pipe open until the starter exits; its exit comes back as an
+/// [`Event::StarterExited`].
+async fn spawn_starter(
+    setup: &StarterSetup,
+    slot: &str,
+    spec: &StarterSpec,
+    events: mpsc::Sender<Event>,
+) -> anyhow::Result<Starter> {
+    let mut cmd = tokio::process::Command::new(&setup.program);
+    cmd.args(&setup.args)
+        .stdin(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", setup.program.display()))?;
+    let pid = child.id().context("the starter has no pid")?;
+    let mut stdin = child.stdin.take().context("the starter has no stdin")?;
+    let mut doc = serde_json::to_vec(spec).context("encoding the starter spec")?;
+    doc.push(b'\n');
+    let (keep_tx, keep_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        if let Err(e) = stdin.write_all(&doc).await {
+            tracing::warn!("writing the spec to starter {pid}: {e}");
+        }
+        let _ = stdin.flush().await;
+        // hold the pipe open until the startd no longer needs it
+        let _ = keep_rx.await;
+        drop(stdin);
+    });
+    let slot_name = slot.to_string();
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        let _ = events
+            .send(Event::StarterExited {
+                slot: slot_name,
+                pid,
+                status,
+            })
+            .await;
+    });
+    Ok(Starter {
+        pid,
+        _stdin_keeper: keep_tx,
+    })
+}
+
+/// Sends the slot ads to the collector: on change (the watch channel),
+/// every `interval`; withdraws ads of slots that are gone, and all of them
+/// at the end.
+async fn advertise(
+    collector: Locator,
+    token: Option<String>,
+    lifetime: u64,
+    interval: Duration,
+    mut ads: watch::Receiver<Vec<(String, ClassAd)>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let client = || -> Result<skua_net::Client, String> {
+        let endpoint = collector.endpoint().map_err(|e| e.to_string())?;
+        let token = match endpoint {
+            skua_net::Endpoint::Unix(_) => None,
+            _ => token.clone(),
+        };
+        skua_net::Client::new(endpoint, token, Duration::from_secs(10)).map_err(|e| e.to_string())
+    };
+    let mut advertised: BTreeSet<String> = BTreeSet::new();
+    let mut failing = false;
+    loop {
+        let current = ads.borrow_and_update().clone();
+        let mut ok = true;
+        match client() {
+            Ok(c) => {
+                for (name, ad) in &current {
+                    let update = AdUpdate {
+                        ad_type: "Machine".into(),
+                        name: name.clone(),
+                        ad: classad::unparse_ad(ad),
+                        lifetime_secs: lifetime,
+                    };
+                    let r: Result<Ack, _> =
+                        c.command(&routes::COLLECTOR_UPDATE, Some(&update)).await;
+                    if let Err(e) = r {
+                        if !failing {
+                            tracing::warn!("cannot advertise {name}: {e}");
+                        }
+                        ok = false;
+                        break;
+                    }
+                }
+                let names: BTreeSet<String> = current.iter().map(|(n, _)| n.clone()).collect();
+                for gone in advertised.difference(&names) {
+                    let inv = Invalidate {
+                        ad_type: "Machine".into(),
+                        name: gone.clone(),
+                    };
+                    let _: Result<Ack, _> =
+                        c.command(&routes::COLLECTOR_INVALIDATE, Some(&inv)).await;
+                }
+                if ok {
+                    advertised = names;
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!("cannot reach the collector: {e}");
+                }
+                ok = false;
+            }
+        }
+        failing = !ok;
+        let wait = if failing {
+            interval.min(Duration::from_secs(1))
+        } else {
+            interval
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            r = ads.changed() => { if r.is_err() { break; } }
+            _ = shutdown.changed() => {}
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+    }
+    if let Ok(c) = client() {
+        for name in &advertised {
+            let inv = Invalidate {
+                ad_type: "Machine".into(),
+                name: name.clone(),
+            };
+            let _: Result<Ack, _> = c.command(&routes::COLLECTOR_INVALIDATE, Some(&inv)).await;
+        }
+    }
+}
+
+fn run_cron(job: CronJob, events: mpsc::Sender<Event>) {
+    tokio::spawn(async move {
+        loop {
+            match cron::run_once(&job).await {
+                Ok(attrs) => {
+                    if events
+                        .send(Event::Cron {
+                            job: job.name.clone(),
+                            attrs,
+                        })
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(e) => tracing::warn!("STARTD_CRON {}: {e}", job.name),
+            }
+            if job.one_shot {
+                return;
+            }
+            tokio::time::sleep(job.period).await;
+        }
+    });
+}
+
+/// The loop's state besides the machine.
+struct Shell {
+    machine: Machine,
+    starters: BTreeMap<String, Starter>,
+    setup: StarterSetup,
+    events: mpsc::Sender<Event>,
+    cron: BTreeMap<String, BTreeMap<String, Expr>>,
+}
+
+impl Shell {
+    /// Carries out the core's actions.
+    fn act(&mut self, actions: Vec<(String, Action)>, now: i64) {
+        for (slot, a) in actions {
+            match a {
+                Action::SoftKillStarter | Action::HardKillStarter => {
+                    let sig = if a == Action::SoftKillStarter {
+                        Signal::SIGTERM
+                    } else {
+                        Signal::SIGQUIT
+                    };
+                    if !signal_starter(&self.starters, &slot, sig) {
+                        // no starter to wait for
+                        let more = self.machine.starter_exited(&slot, now);
+                        self.act(more, now);
+                    }
+                }
+                Action::DropClaim => tracing::info!("{slot}: claim dropped"),
+                Action::SpawnStarter => {}
+            }
+        }
+    }
+
+    async fn request(&mut self, request: Request, caller: &str) -> Result<Reply, ApiError> {
+        let now = now_secs();
+        let refused = |what: &str, r: Refusal| {
+            match &r {
+                Refusal::NotFound(_) => {
+                    tracing::warn!("{what} from {caller} with an unknown claim id refused")
+                }
+                other => tracing::info!("{what} from {caller} refused: {other}"),
+            }
+            api_error(r)
+        };
+        match request {
+            Request::Match(m) => {
+                self.machine
+                    .match_notice(&m.slot, &m.claim_id, &m.submitter, &m.schedd_addr, now)
+                    .map_err(|r| refused("match", r))?;
+                tracing::info!("{} matched to {} ({})", m.slot, m.submitter, m.schedd_addr);
+                Ok(Reply::Ack)
+            }
+            Request::Claim(c) => {
+                let job = classad::parse_ad(&c.job_ad)
+                    .map_err(|e| ApiError::bad_request(format!("job ad: {e}")))?;
+                let (slot, ad) = self
+                    .machine
+                    .claim(&c.claim_id, &job, &c.schedd_addr, now)
+                    .map_err(|r| refused("claim", r))?;
+                tracing::info!("{slot} claimed by {}", c.schedd_addr);
+                Ok(Reply::Claim(ClaimReply {
+                    slot,
+                    slot_ad: classad::unparse_ad(&ad),
+                }))
+            }
+            Request::Activate(a) => {
+                let job = classad::parse_ad(&a.job_ad)
+                    .map_err(|e| ApiError::bad_request(format!("job ad: {e}")))?;
+                let launch = self
+                    .machine
+                    .activate(&a.claim_id, &job, &a.job_id, &a.shadow_addr, now)
+                    .map_err(|r| refused("activation", r))?;
+                let spec = StarterSpec {
+                    claim_id: a.claim_id.clone(),
+                    job_id: a.job_id.clone(),
+                    job_ad: a.job_ad.clone(),
+                    slot_ad: classad::unparse_ad(&launch.slot_ad),
+                    shadow_addr: a.shadow_addr.clone(),
+                    execute_dir: self.setup.execute.to_string_lossy().into_owned(),
+                    max_vacate_secs: u64::try_from(launch.max_vacate_secs).unwrap_or(0),
+                };
+                match spawn_starter(&self.setup, &launch.slot, &spec, self.events.clone()).await {
+                    Ok(starter) => {
+                        tracing::info!(
+                            "{}: job {} started (starter pid {})",
+                            launch.slot,
+                            a.job_id,
+                            starter.pid
+                        );
+                        self.starters.insert(launch.slot, starter);
+                        Ok(Reply::Ack)
+                    }
+                    Err(e) => {
+                        tracing::error!("{}: cannot start a starter: {e:#}", launch.slot);
+                        let more = self.machine.starter_exited(&launch.slot, now);
+                        self.act(more, now);
+                        Err(ApiError::internal(format!("cannot start a starter: {e:#}")))
+                    }
+                }
+            }
+            Request::Deactivate(d) => {
+                let actions = self
+                    .machine
+                    .deactivate(&d.claim_id, d.graceful, now)
+                    .map_err(|r| refused("deactivation", r))?;
+                self.act(actions, now);
+                Ok(Reply::Ack)
+            }
+            Request::Release(r) => {
+                let actions = self
+                    .machine
+                    .release(&r.claim_id, now)
+                    .map_err(|x| refused("release", x))?;
+                self.act(actions, now);
+                Ok(Reply::Ack)
+            }
+        }
+    }
+
+    fn starter_exited(&mut self, slot: &str, pid: u32, status: Option<std::process::ExitStatus>) {
+        let abnormal = !status.is_some_and(|s| s.success());
+        match status {
+            Some(s) if s.success() => tracing::info!("{slot}: starter {pid} exited"),
+            Some(s) => tracing::warn!("{slot}: starter {pid} exited abnormally ({s})"),
+            None => tracing::warn!("{slot}: starter {pid}: exit status lost"),
+        }
+        clean_after_starter(&self.setup.execute, pid, abnormal);
+        if self.starters.get(slot).is_some_and(|s| s.pid == pid) {
+            self.starters.remove(slot);
+        }
+        let now = now_secs();
+        let actions = self.machine.starter_exited(slot, now);
+        self.act(actions, now);
+    }
+}
+
+fn host_name() -> String {
+    skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Runs the startd until `shutdown` turns true.
+pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let start = now_secs();
+    let execute = PathBuf::from(
+        ctx.knob("EXECUTE")?
+            .context("EXECUTE is not defined: the startd runs jobs there")?,
+    );
+    std::fs::create_dir_all(&execute).with_context(|| format!("creating {}", execute.display()))?;
+    clean_execute(&execute);
+    let host = host_name();
+    let sources = FactSources {
+        execute: execute.clone(),
+        console_devices: ctx
+            .knob("CONSOLE_DEVICES")?
+            .unwrap_or_default()
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .collect(),
+        hostname: host.clone(),
+        filesystem_domain: ctx
+            .knob("FILESYSTEM_DOMAIN")?
+            .unwrap_or_else(|| host.clone()),
+        uid_domain: ctx.knob("UID_DOMAIN")?.unwrap_or_else(|| host.clone()),
+        start_time: start,
+    };
+    let facts = facts::measure(&sources);
+    let knob = |name: &str| ctx.knob(name).ok().flatten();
+    let config = StartdConfig::from_knobs(&knob, &facts).context("startd configuration")?;
+    let cron_jobs = cron::jobs(&knob).map_err(|e| anyhow::anyhow!("startd configuration: {e}"))?;
+    let setup = starter_setup(&ctx, execute.clone())?;
+    let mut machine = Machine::new(facts, config, start);
+
+    let tcp = ctx.tcp_listener(0).await.context("startd")?;
+    let sock = ctx.socket_path()?;
+    let unix = Listener::unix(&sock)
+        .await
+        .context("startd: binding its Unix socket")?;
+    let (events_tx, mut events) = mpsc::channel::<Event>(256);
+    let routes = Routes::new()
+        .command(&routes::STARTD_MATCH, post(match_route))
+        .command(&routes::STARTD_CLAIM, post(claim_route))
+        .command(&routes::STARTD_ACTIVATE, post(activate_route))
+        .command(&routes::STARTD_DEACTIVATE, post(deactivate_route))
+        .command(&routes::STARTD_RELEASE, post(release_route))
+        .with_state(Shared {
+            events: events_tx.clone(),
+        });
+    let server = Server::new(ctx.server_config(), routes).context("startd: server setup")?;
+    let handle = server.spawn(vec![tcp, unix]);
+    let addr = handle.local_addr().context("startd: no TCP address")?;
+    machine.address = format!("<{addr}>");
+    let addr_file = ctx.address_file()?;
+    skua_daemon::write_address_file(&addr_file, addr)?;
+    tracing::info!(
+        "startd listening on {addr} and {}; {} slot(s), starter {}",
+        sock.display(),
+        machine.slots.len(),
+        setup.program.display()
+    );
+
+    let (ads_tx, ads_rx) = watch::channel(machine.ads(now_secs()));
+    let advertiser = tokio::spawn(advertise(
+        Locator::new(&ctx.config, "COLLECTOR")?,
+        ctx.daemon_token.clone(),
+        ctx.classad_lifetime,
+        ctx.update_interval,
+        ads_rx,
+        shutdown.clone(),
+    ));
+    for job in cron_jobs {
+        run_cron(job, events_tx.clone());
+    }
+
+    let mut shell = Shell {
+        machine,
+        starters: BTreeMap::new(),
+        setup,
+        events: events_tx,
+        cron: BTreeMap::new(),
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut measure = tokio::time::interval(ctx.update_interval);
+    measure.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    measure.tick().await;
+    loop {
+        let mut changed = false;
+        tokio::select! {
+            Some(ev) = events.recv() => {
+                changed = true;
+                match ev {
+                    Event::Request { request, caller, reply } => {
+                        let r = shell.request(request, &caller).await;
+                        changed = r.is_ok();
+                        let _ = reply.send(r);
+                    }
+                    Event::StarterExited { slot, pid, status } => {
+                        shell.starter_exited(&slot, pid, status);
+                    }
+                    Event::Cron { job, attrs } => {
+                        shell.cron.insert(job, attrs);
+                        shell.machine.cron = shell
+                            .cron
+                            .values()
+                            .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+                            .collect();
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                let now = now_secs();
+                let actions = shell.machine.tick(now);
+                changed = !actions.is_empty();
+                shell.act(actions, now);
+            }
+            _ = measure.tick() => {
+                let f = facts::measure(&sources);
+                shell.machine.facts.load_avg = f.load_avg;
+                shell.machine.facts.keyboard_idle = f.keyboard_idle;
+                shell.machine.facts.console_idle = f.console_idle;
+                changed = true;
+            }
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() { break; }
+            }
+        }
+        if changed {
+            let _ = ads_tx.send(shell.machine.ads(now_secs()));
+        }
+    }
+    tracing::info!("startd shutting down");
+    for (slot, s) in &shell.starters {
+        tracing::info!("{slot}: killing starter {}", s.pid);
+        signal_starter(&shell.starters, slot, Signal::SIGQUIT);
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(10), advertiser).await;
+    let _ = std::fs::remove_file(&addr_file);
+    handle.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! Cross-process tests of the startd in a personal pool: slot layouts and
+//! attributes in `skua status`, STARTD_ATTRS and STARTD_CRON, the clean-up
+//! of leftover execute directories, and matching, claiming, activating,
+//! deactivating and releasing a slot through its routes with a fake
+//! starter.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use skua_proto::{
+    routes, Ack, ActivateRequest, ClaimReply, ClaimRequest, DeactivateRequest, MatchNotice,
+    ReleaseRequest, StarterSpec,
+};
+
+const CLAIM: &str = "startd-test-claim-0123456789abcdef";
+
+fn startd_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
+    let mut env = fast();
+    env.push(("_CONDOR_DAEMON_LIST", "MASTER, COLLECTOR, STARTD"));
+    // the pool's configuration names the programs of its default daemons
+    // only; the startd's comes from the environment
+    env.push(("_CONDOR_STARTD", SKUAD));
+    env.push(("_CONDOR_STARTD_ARGS", "startd"));
+    env.extend_from_slice(extra);
+    Pool::new(name, &env)
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `skua status -af` lines, sorted.
+fn status_af(pool: &Pool, attrs: &[&str]) -> Vec<String> {
+    let mut args = vec!["status", "-af"];
+    args.extend_from_slice(attrs);
+    let out = pool.skua(&args);
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn slots_attributes_cron_and_execute_cleanup() {
+    let base = scratch("startd-layout-files");
+    let cron = base.join("probe.sh");
+    write_script(
+        &cron,
+        "#!/bin/sh\necho 'ProbeValue = 42'\necho '-'\necho 'Ignored = 1'\n",
+    );
+    let cron_s = cron.to_string_lossy().into_owned();
+    let mut pool = startd_pool(
+        "startd-layout",
+        &[
+            // far more CPUs than any test machine has: overcommit
+            ("_CONDOR_NUM_CPUS", "64"),
+            ("_CONDOR_MEMORY", "2000"),
+            ("_CONDOR_NUM_SLOTS_TYPE_1", "2"),
+            ("_CONDOR_SLOT_TYPE_1", "cpus=1, ram=100"),
+            ("_CONDOR_NUM_SLOTS_TYPE_2", "1"),
+            ("_CONDOR_SLOT_TYPE_2", "cpus=60, mem=50%"),
+            ("_CONDOR_SLOT_TYPE_2_PARTITIONABLE", "true"),
+            ("_CONDOR_STARTD_ATTRS", "HasSkuaTest"),
+            ("_CONDOR_HasSkuaTest", "true"),
+            ("_CONDOR_STARTD_CRON_JOBLIST", "probe"),
+            ("_CONDOR_STARTD_CRON_probe_EXECUTABLE", &cron_s),
+            ("_CONDOR_STARTD_CRON_probe_PERIOD", "1"),
+        ],
+    );
+    // leftovers of an earlier startd: a job directory and a job still
+    // running in its own process group
+    let execute = pool.dir.join("execute");
+    std::fs::create_dir_all(execute.join("dir_4242/sub")).unwrap();
+    std::fs::write(execute.join("dir_4242/sub/out"), "x").unwrap();
+    let mut orphan = std::process::Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let orphan_pid = orphan.id() as i32;
+    std::fs::write(execute.join("dir_4242.pgid"), format!("{orphan_pid}\n")).unwrap();
+    std::fs::write(execute.join("keep_me"), "not a job directory").unwrap();
+
+    pool.start();
+    wait_for(
+        "the cron attribute in every slot",
+        Duration::from_secs(30),
+        || {
+            let l = status_af(&pool, &["Name", "ProbeValue"]);
+            l.len() == 3 && l.iter().all(|l| l.ends_with(" 42"))
+        },
+    );
+    let lines = status_af(
+        &pool,
+        &[
+            "SlotID",
+            "SlotType",
+            "Cpus",
+            "Memory",
+            "TotalCpus",
+            "TotalMemory",
+            "PartitionableSlot",
+            "HasSkuaTest",
+            "State",
+            "Activity",
+            "Ignored",
+        ],
+    );
+    assert_eq!(
+        lines,
+        vec![
+            "1 Static 1 100 64 2000 false true Unclaimed Idle undefined",
+            "2 Static 1 100 64 2000 false true Unclaimed Idle undefined",
+            "3 Partitionable 60 1000 64 2000 true true Unclaimed Idle undefined",
+        ],
+        "{}",
+        pool.logs()
+    );
+    let names = status_af(
+        &pool,
+        &["Name", "Machine", "MyAddress", "Requirements", "Start"],
+    );
+    for (i, l) in names.iter().enumerate() {
+        let parts: Vec<&str> = l.split(' ').collect();
+        assert_eq!(parts[0], format!("slot{}@{}", i + 1, parts[1]), "{l}");
+        assert!(parts[2].starts_with("<127.0.0.1:"), "{l}");
+        // Requirements is START (true by default)
+        assert_eq!(&parts[3..], ["true", "true"], "{l}");
+    }
+    // the default listing shows the slots
+    let out = pool.ok(&["status"]);
+    assert!(out.contains("slot3@"), "{out}");
+
+    // leftovers: the process group killed, the directories and files gone,
+    // other files kept
+    wait_for(
+        "the leftover job to be killed",
+        Duration::from_secs(10),
+        || orphan.try_wait().unwrap().is_some(),
+    );
+    assert!(!execute.join("dir_4242").exists());
+    assert!(!execute.join("dir_4242.pgid").exists());
+    assert!(execute.join("keep_me").exists());
+}
+
+#[test]
+fn a_bad_slot_layout_stops_the_startd_naming_the_knob() {
+    let mut pool = startd_pool(
+        "startd-bad",
+        &[
+            ("_CONDOR_NUM_CPUS", "2"),
+            ("_CONDOR_NUM_SLOTS_TYPE_1", "3"),
+            ("_CONDOR_SLOT_TYPE_1", "cpus=1"),
+        ],
+    );
+    pool.start();
+    wait_for("the startd's complaint", Duration::from_secs(20), || {
+        pool.logs()
+            .contains("SLOT_TYPE_1: the slots ask for 3 CPUs")
+    });
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn remote_status(e: &skua_net::NetError) -> u16 {
+    match e {
+        skua_net::NetError::Remote { status, .. } => *status,
+        other => panic!("not an answer from the startd: {other}"),
+    }
+}
+
+#[test]
+fn match_claim_activate_deactivate_release_with_a_fake_starter() {
+    let base = scratch("startd-claim-files");
+    let marks = base.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let starter = base.join("fake_starter.sh");
+    let mut pool = startd_pool("startd-claim", &[("_CONDOR_NUM_CPUS", "2")]);
+    let execute = pool.dir.join("execute");
+    // the starter's contract: the spec on stdin, a scratch directory
+    // dir_<pid> and the job's process group in dir_<pid>.pgid; it runs
+    // until its stdin closes or a signal ends it
+    write_script(
+        &starter,
+        &format!(
+            "#!/bin/sh\nIFS= read -r spec\nM={m}\nE={e}\nmkdir \"$E/dir_$$\"\n\
+             setsid sleep 300 &\necho $! > \"$E/dir_$$.pgid\"\necho $! > \"$M/job.$$\"\n\
+             printf '%s\\n' \"$spec\" > \"$M/spec.$$\"\ncat > /dev/null\necho eof > \"$M/eof.$$\"\n",
+            m = marks.display(),
+            e = execute.display()
+        ),
+    );
+    let starter_s = starter.to_string_lossy().into_owned();
+    pool.extra_env
+        .push(("_CONDOR_STARTER".into(), starter_s.clone()));
+    pool.start();
+    wait_for("two slots", Duration::from_secs(30), || {
+        status_af(&pool, &["Name"]).len() == 2
+    });
+    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let host = slot1.split('@').nth(1).unwrap().to_string();
+    let rt = runtime();
+    let client = skua_net::Client::new(
+        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
+                  RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+
+    // match, then a claim under a wrong id is refused and changes nothing
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_MATCH,
+            Some(&MatchNotice {
+                slot: slot1.clone(),
+                claim_id: CLAIM.into(),
+                submitter: "alice@test".into(),
+                schedd_addr: "<127.0.0.1:1>".into(),
+            }),
+        ))
+        .unwrap();
+    let wrong = ClaimRequest {
+        claim_id: "startd-test-claim-XXXXXXXXXXXXXXXX".into(),
+        job_ad: job_ad.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+    };
+    let e = rt
+        .block_on(client.command::<_, ClaimReply>(&routes::STARTD_CLAIM, Some(&wrong)))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 404, "{e}");
+    // a second match of a matched slot is stale
+    let e = rt
+        .block_on(client.command::<_, Ack>(
+            &routes::STARTD_MATCH,
+            Some(&MatchNotice {
+                slot: slot1.clone(),
+                claim_id: "startd-test-claim-another-0000000".into(),
+                submitter: "bob@test".into(),
+                schedd_addr: "<127.0.0.1:1>".into(),
+            }),
+        ))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 409, "{e}");
+
+    let reply: ClaimReply = rt
+        .block_on(client.command(
+            &routes::STARTD_CLAIM,
+            Some(&ClaimRequest {
+                claim_id: CLAIM.into(),
+                job_ad: job_ad.into(),
+                schedd_addr: "<127.0.0.1:1>".into(),
+            }),
+        ))
+        .unwrap();
+    assert_eq!(reply.slot, slot1);
+    assert!(
+        reply.slot_ad.contains("State = \"Claimed\""),
+        "{}",
+        reply.slot_ad
+    );
+    wait_for("the slot to show Claimed", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "State", "RemoteUser"])
+            .contains(&format!("{slot1} Claimed alice@test"))
+    });
+
+    // activate: the fake starter gets the spec on stdin and keeps running
+    let activate = ActivateRequest {
+        claim_id: CLAIM.into(),
+        job_ad: job_ad.into(),
+        job_id: "1.0".into(),
+        shadow_addr: "<127.0.0.1:1>".into(),
+    };
+    let _: Ack = rt
+        .block_on(client.command(&routes::STARTD_ACTIVATE, Some(&activate)))
+        .unwrap();
+    let find = |prefix: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&marks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .collect();
+        v.sort();
+        v
+    };
+    wait_for("the starter's spec", Duration::from_secs(10), || {
+        find("spec.").len() == 1
+    });
+    let spec_file = find("spec.").remove(0);
+    let starter_pid: u32 = spec_file
+        .extension()
+        .unwrap()
+        .to_string_lossy()
+        .parse()
+        .unwrap();
+    let spec: StarterSpec =
+        serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
+    assert_eq!(spec.claim_id, CLAIM);
+    assert_eq!(spec.job_id, "1.0");
+    assert_eq!(Path::new(&spec.execute_dir), execute);
+    assert!(spec.slot_ad.contains(&format!("Name = \"{slot1}\"")));
+    assert!(execute.join(format!("dir_{starter_pid}")).is_dir());
+    wait_for("the slot to show Busy", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "Activity", "JobId"]).contains(&format!("{slot1} Busy 1.0"))
+    });
+    // its stdin stays open while it runs
+    assert!(find("eof.").is_empty());
+    // a second activation of a busy claim is refused
+    let e = rt
+        .block_on(client.command::<_, Ack>(&routes::STARTD_ACTIVATE, Some(&activate)))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 409, "{e}");
+
+    // a graceful deactivation: SIGTERM to the starter; it dies abnormally,
+    // so the startd kills the job's process group and removes its
+    // directory; the claim stays, idle
+    let job_pid: i32 = std::fs::read_to_string(marks.join(format!("job.{starter_pid}")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(job_pid));
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_DEACTIVATE,
+            Some(&DeactivateRequest {
+                claim_id: CLAIM.into(),
+                graceful: true,
+            }),
+        ))
+        .unwrap();
+    wait_for(
+        "the job's process group killed",
+        Duration::from_secs(10),
+        || !alive(job_pid),
+    );
+    wait_for(
+        "the scratch directory removed",
+        Duration::from_secs(10),
+        || {
+            !execute.join(format!("dir_{starter_pid}")).exists()
+                && !execute.join(format!("dir_{starter_pid}.pgid")).exists()
+        },
+    );
+    wait_for("the claim idle again", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "State", "Activity"]).contains(&format!("{slot1} Claimed Idle"))
+    });
+
+    // the claim is reused, then released while busy: hard kill, Unclaimed
+    let _: Ack = rt
+        .block_on(client.command(&routes::STARTD_ACTIVATE, Some(&activate)))
+        .unwrap();
+    wait_for("a second starter", Duration::from_secs(10), || {
+        find("spec.").len() == 2
+    });
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_RELEASE,
+            Some(&ReleaseRequest {
+                claim_id: CLAIM.into(),
+            }),
+        ))
+        .unwrap();
+    wait_for("the slot Unclaimed", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "State", "Activity"])
+            .contains(&format!("{slot1} Unclaimed Idle"))
+    });
+    for job in find("job.") {
+        let pid: i32 = std::fs::read_to_string(job)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        wait_for("every job killed", Duration::from_secs(10), || !alive(pid));
+    }
+    // the released claim is gone
+    let e = rt
+        .block_on(client.command::<_, Ack>(
+            &routes::STARTD_RELEASE,
+            Some(&ReleaseRequest {
+                claim_id: CLAIM.into(),
+            }),
+        ))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 404, "{e}");
+    assert!(pool.logs().contains("unknown claim id"), "{}", pool.logs());
+    let _ = host;
+}
