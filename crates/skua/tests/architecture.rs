@@ -34,6 +34,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "skua-starter",
+        &[
+            "classad",
+            "skua-submit",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-daemon",
         &["classad", "skua-config", "skua-proto", "skua-net"],
     ),
@@ -50,6 +60,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-collector",
             "skua-master",
             "skua-schedd",
+            "skua-starter",
         ],
     ),
     ("skua", &["skua-cli"]),
