@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn arguments_v2_then_v1() {
-        let j = ad(r#"[ Arguments = "one 'two three' x''y ""q"""; Args = "ignored" ]"#);
+        let j = ad(r#"[ Arguments = "one 'two three' x''y \"q\""; Args = "ignored" ]"#);
         assert_eq!(
             job_arguments(&j).unwrap(),
             vec!["one", "two three", "xy", "\"q\""]
