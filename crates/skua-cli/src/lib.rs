@@ -133,12 +133,19 @@ pub fn main_skua() -> ExitCode {
 #[command(name = "skuad", version, about)]
 struct SkuadCli {
     /// The daemon to run: `master`, `collector`, `negotiator`, `schedd`,
-    /// `startd` or `starter`.
+    /// `startd` or `starter` (one job; its spec as JSON on standard input).
     role: String,
 }
 
 /// The daemon roles `skuad` can run.
-pub const DAEMON_ROLES: &[&str] = &["master", "collector", "negotiator", "schedd", "startd"];
+pub const DAEMON_ROLES: &[&str] = &[
+    "master",
+    "collector",
+    "negotiator",
+    "schedd",
+    "startd",
+    "starter",
+];
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
@@ -188,6 +195,9 @@ pub fn main_skuad() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if role == "starter" {
+        return runtime.block_on(starter_main(ctx));
+    }
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -218,6 +228,63 @@ pub fn main_skuad() -> ExitCode {
         Err(e) => {
             tracing::error!("{e:#}");
             eprintln!("skuad {}: {e:#}", cli.role);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `skuad starter`: the spec is the first JSON document on standard
+/// input; the end of standard input afterwards means the startd is gone.
+async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
+    // The signals first: none of them may take its default action.
+    let signals = match skua_starter::Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("cannot install signal handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (spec_tx, spec_rx) = tokio::sync::oneshot::channel();
+    let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let stdin = std::io::stdin();
+        let mut lock = stdin.lock();
+        let spec = serde_json::Deserializer::from_reader(&mut lock)
+            .into_iter::<skua_proto::StarterSpec>()
+            .next();
+        let _ = spec_tx.send(spec);
+        let mut buf = [0u8; 4096];
+        loop {
+            match lock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = eof_tx.send(());
+    });
+    let spec = match spec_rx.await {
+        Ok(Some(Ok(spec))) => spec,
+        Ok(Some(Err(e))) => {
+            tracing::error!("cannot read the starter spec from standard input: {e}");
+            eprintln!("skuad starter: cannot read the spec from standard input: {e}");
+            return ExitCode::from(2);
+        }
+        _ => {
+            tracing::error!("no starter spec on standard input");
+            eprintln!("skuad starter: no spec on standard input");
+            return ExitCode::from(2);
+        }
+    };
+    let eof = async move {
+        let _ = eof_rx.await;
+    };
+    match skua_starter::run(ctx, spec, signals, eof).await {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("skuad starter: {e:#}");
             ExitCode::from(1)
         }
     }

@@ -217,3 +217,47 @@ pub fn unsupported_universe(submission: &Submission) -> Option<String> {
     }
     None
 }
+
+/// The words of a job ad's `Arguments` (HTCondor's V2 syntax as stored in
+/// the ad: white space separates words, `'...'` groups, `''` inside a
+/// group is one `'`).
+pub fn arguments_v2_words(text: &str) -> Result<Vec<String>, String> {
+    quoting::split_v2_raw(text)
+}
+
+/// The words of a job ad's old-syntax `Args` (white space separates).
+pub fn args_v1_words(text: &str) -> Vec<String> {
+    text.split([' ', '\t', '\n', '\r'])
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The variables of a job ad's `Environment` (V2: words as in
+/// [`arguments_v2_words`], each `NAME=value`).
+pub fn environment_v2_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    name_value_pairs(quoting::split_v2_raw(text)?)
+}
+
+/// The variables of a job ad's old-syntax `Env` (`NAME=value` entries
+/// separated by `;`).
+pub fn env_v1_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    name_value_pairs(
+        text.split(';')
+            .map(|e| e.trim_start_matches([' ', '\t']).to_string())
+            .filter(|e| !e.is_empty())
+            .collect(),
+    )
+}
+
+fn name_value_pairs(entries: Vec<String>) -> Result<Vec<(String, String)>, String> {
+    entries
+        .into_iter()
+        .map(|e| match e.split_once('=') {
+            Some((name, val)) if !name.is_empty() => Ok((name.to_string(), val.to_string())),
+            _ => Err(format!(
+                "environment entry \"{e}\" is not of the form NAME=value"
+            )),
+        })
+        .collect()
+}

@@ -9,6 +9,17 @@
 
 /// Splits the inside of a new-syntax (double-quoted) value into words.
 pub(crate) fn split_v2(body: &str) -> Result<Vec<String>, String> {
+    split_v2_with(body, false)
+}
+
+/// Splits a V2 value as stored in a job ad (`Arguments`, `Environment`):
+/// like [`split_v2`], but a `"` is an ordinary character (the submit
+/// file's `""` escape is already resolved there).
+pub(crate) fn split_v2_raw(text: &str) -> Result<Vec<String>, String> {
+    split_v2_with(text, true)
+}
+
+fn split_v2_with(body: &str, raw: bool) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut have = false;
@@ -32,7 +43,7 @@ pub(crate) fn split_v2(body: &str) -> Result<Vec<String>, String> {
                             }
                         }
                         Some('"') => {
-                            if chars.peek() == Some(&'"') {
+                            if !raw && chars.peek() == Some(&'"') {
                                 chars.next();
                             }
                             cur.push('"');
@@ -40,6 +51,10 @@ pub(crate) fn split_v2(body: &str) -> Result<Vec<String>, String> {
                         Some(other) => cur.push(other),
                     }
                 }
+            }
+            '"' if raw => {
+                cur.push('"');
+                have = true;
             }
             '"' => {
                 if chars.peek() == Some(&'"') {
@@ -226,6 +241,20 @@ fn wildcard_ci(pat: &str, s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_v2_values_split_back_into_the_words_written() {
+        let cases: [(&str, &[&str]); 4] = [
+            (r#""one 'two three' four""#, &["one", "two three", "four"]),
+            (r#""say ""hello"" world""#, &["say", "\"hello\"", "world"]),
+            (r#""it''s 'a b'''""#, &["its", "a b'"]),
+            (r#""a '' b""#, &["a", "", "b"]),
+        ];
+        for (input, words) in cases {
+            let (_, stored) = arguments(input).unwrap();
+            assert_eq!(split_v2_raw(&stored).unwrap(), words, "{input}");
+        }
+    }
 
     #[test]
     fn new_syntax_arguments() {

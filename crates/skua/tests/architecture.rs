@@ -57,6 +57,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "skua-starter",
+        &[
+            "classad",
+            "skua-submit",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+        ],
+    ),
+    (
         "skua-daemon",
         &["classad", "skua-config", "skua-proto", "skua-net"],
     ),
@@ -76,6 +86,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "skua-negotiation",
             "skua-negotiator",
             "skua-startd",
+            "skua-starter",
         ],
     ),
     ("skua", &["skua-cli"]),

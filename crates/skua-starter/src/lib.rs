@@ -1,0 +1,17 @@
+//! The starter: one process per running job on the execute side
+//! (`skuad starter`). The startd spawns it with a
+//! [`skua_proto::StarterSpec`] on standard input; it makes the job's
+//! scratch directory, fetches the input sandbox from the shadow, runs the
+//! job in its own process group, reports updates, sends the output back
+//! and reports how the run ended. `docs/starter.md` describes it.
+//!
+//! - [`plan`]: the decisions, pure (shared file system or transfer,
+//!   arguments, environment, kill signal, account, outputs).
+//! - [`usage`]: resource usage from `/proc`.
+//! - [`run`]: the shell.
+
+pub mod plan;
+pub mod run;
+pub mod usage;
+
+pub use run::{run, Settings, Signals};

@@ -1,0 +1,421 @@
+//! The starter's decisions, pure: shared file system or transfer, the
+//! job's command line and environment, its kill signal, the account it
+//! runs as, its nice value, which files go back.
+//!
+//! Nothing here reads the file system, the clock or the environment: the
+//! facts arrive as arguments.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use classad::{ClassAd, Evaluator, Value};
+
+/// A job or slot attribute as a string (literal or evaluated in the ad).
+pub fn string_attr(ad: &ClassAd, name: &str) -> Option<String> {
+    match Evaluator::default().eval_attr(name, ad, None) {
+        Value::Undefined | Value::Error => None,
+        v => v.as_string(),
+    }
+}
+
+/// An attribute as an integer.
+pub fn int_attr(ad: &ClassAd, name: &str) -> Option<i64> {
+    Evaluator::default().eval_attr(name, ad, None).as_int()
+}
+
+/// Whether the job runs on a shared file system instead of transferring:
+/// `ShouldTransferFiles` is `NO`, or `IF_NEEDED` with the job's
+/// `FileSystemDomain` equal to the slot's.
+pub fn uses_shared_fs(job: &ClassAd, slot: &ClassAd) -> bool {
+    let stf = string_attr(job, "ShouldTransferFiles")
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    match stf.as_str() {
+        "NO" => true,
+        "IF_NEEDED" => match (
+            string_attr(job, "FileSystemDomain"),
+            string_attr(slot, "FileSystemDomain"),
+        ) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(&b),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The job's arguments: `Arguments` (V2) if defined, else `Args` (V1).
+pub fn job_arguments(job: &ClassAd) -> Result<Vec<String>, String> {
+    if let Some(v2) = string_attr(job, "Arguments") {
+        return skua_submit::arguments_v2_words(&v2).map_err(|e| format!("Arguments: {e}"));
+    }
+    Ok(string_attr(job, "Args")
+        .map(|a| skua_submit::args_v1_words(&a))
+        .unwrap_or_default())
+}
+
+/// Facts for the job's standard environment variables.
+#[derive(Clone, Debug, Default)]
+pub struct EnvFacts {
+    /// The scratch directory (the job's working directory when files are
+    /// transferred).
+    pub scratch_dir: String,
+    /// The slot's name without the host (`slot1_1`).
+    pub slot_name: String,
+    /// Path of `.job.ad`.
+    pub job_ad_path: String,
+    /// Path of `.machine.ad`.
+    pub machine_ad_path: String,
+    /// CPUs of the slot (`OMP_NUM_THREADS`).
+    pub cpus: i64,
+    /// The job's working directory as the job sees it.
+    pub iwd: String,
+}
+
+/// The job's whole environment: HTCondor's standard variables, then the
+/// job's own (`Environment` V2 if defined, else `Env` V1), which win.
+pub fn job_environment(job: &ClassAd, facts: &EnvFacts) -> Result<Vec<(String, String)>, String> {
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let cpus = facts.cpus.max(1).to_string();
+    for (k, v) in [
+        ("_CONDOR_SCRATCH_DIR", facts.scratch_dir.as_str()),
+        ("_CONDOR_SLOT", facts.slot_name.as_str()),
+        ("_CONDOR_JOB_AD", facts.job_ad_path.as_str()),
+        ("_CONDOR_MACHINE_AD", facts.machine_ad_path.as_str()),
+        ("_CONDOR_JOB_IWD", facts.iwd.as_str()),
+        ("TMPDIR", facts.scratch_dir.as_str()),
+        ("TMP", facts.scratch_dir.as_str()),
+        ("TEMP", facts.scratch_dir.as_str()),
+        ("BATCH_SYSTEM", "HTCondor"),
+        ("OMP_NUM_THREADS", cpus.as_str()),
+        ("MKL_NUM_THREADS", cpus.as_str()),
+        ("OPENBLAS_NUM_THREADS", cpus.as_str()),
+        ("CUBACORES", cpus.as_str()),
+        ("JULIA_NUM_THREADS", cpus.as_str()),
+        ("PYTHON_CPU_COUNT", cpus.as_str()),
+        ("ROOT_MAX_THREADS", cpus.as_str()),
+        ("TF_LOOP_PARALLEL_ITERATIONS", cpus.as_str()),
+        ("TF_NUM_THREADS", cpus.as_str()),
+        ("GOMAXPROCS", cpus.as_str()),
+        ("NUMEXPR_NUM_THREADS", cpus.as_str()),
+    ] {
+        env.insert(k.to_string(), v.to_string());
+    }
+    let own = if let Some(v2) = string_attr(job, "Environment") {
+        skua_submit::environment_v2_pairs(&v2).map_err(|e| format!("Environment: {e}"))?
+    } else if let Some(v1) = string_attr(job, "Env") {
+        skua_submit::env_v1_pairs(&v1).map_err(|e| format!("Env: {e}"))?
+    } else {
+        Vec::new()
+    };
+    for (k, v) in own {
+        env.insert(k, v);
+    }
+    Ok(env.into_iter().collect())
+}
+
+/// The signal number of a `KillSig` value: a name (`SIGTERM`, `TERM`,
+/// any case) or a number; `SIGTERM` (15) when absent or unknown.
+pub fn kill_signal(value: Option<&str>) -> i32 {
+    const SIGTERM: i32 = 15;
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return SIGTERM;
+    };
+    if let Ok(n) = v.parse::<i32>() {
+        return if (1..=64).contains(&n) { n } else { SIGTERM };
+    }
+    let upper = v.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ILL" => 4,
+        "TRAP" => 5,
+        "ABRT" | "IOT" => 6,
+        "BUS" => 7,
+        "FPE" => 8,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CHLD" => 17,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        "TTIN" => 21,
+        "TTOU" => 22,
+        "XCPU" => 24,
+        "XFSZ" => 25,
+        "VTALRM" => 26,
+        "PROF" => 27,
+        "WINCH" => 28,
+        "IO" | "POLL" => 29,
+        "PWR" => 30,
+        "SYS" => 31,
+        _ => SIGTERM,
+    }
+}
+
+/// The nice value from `JOB_RENICE_INCREMENT`'s evaluated value, clamped
+/// to 0..=19 (0 when undefined or not a number).
+pub fn renice_increment(value: &Value) -> i32 {
+    let n = value
+        .as_int()
+        .or_else(|| value.as_real().map(|r| r as i64))
+        .unwrap_or(0);
+    n.clamp(0, 19) as i32
+}
+
+/// Who the job runs as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunAs {
+    /// The starter's own account (the starter is not root).
+    Myself,
+    /// This account (the starter is root).
+    User(String),
+}
+
+/// Chooses the account: not root → [`RunAs::Myself`]; root → the job's
+/// `Owner` when `owner_exists` and the job's `UidDomain` equals the
+/// slot's, else `slot_user` (`SLOT<N>_USER`) or `nobody`.
+pub fn choose_user(
+    is_root: bool,
+    job: &ClassAd,
+    slot: &ClassAd,
+    owner_exists: bool,
+    slot_user: Option<&str>,
+) -> RunAs {
+    if !is_root {
+        return RunAs::Myself;
+    }
+    let owner = string_attr(job, "Owner").filter(|o| !o.is_empty());
+    let same_domain = match (
+        string_attr(job, "UidDomain"),
+        string_attr(slot, "UidDomain"),
+    ) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(&b),
+        _ => false,
+    };
+    match owner {
+        Some(o) if owner_exists && same_domain => RunAs::User(o),
+        _ => RunAs::User(
+            slot_user
+                .filter(|u| !u.trim().is_empty())
+                .unwrap_or("nobody")
+                .trim()
+                .to_string(),
+        ),
+    }
+}
+
+/// The slot's number (`slot3@h` → 3, `slot1_2@h` → 1), for `SLOT<N>_USER`.
+pub fn slot_number(slot_name: &str) -> Option<u32> {
+    let rest = slot_name.strip_prefix("slot")?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// Whether `path` is relative, non-empty, and has no `..` component.
+pub fn is_safe_relative(path: &str) -> bool {
+    !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        && Path::new(path)
+            .components()
+            .any(|c| matches!(c, Component::Normal(_)))
+}
+
+/// A file's identity for change detection: size and modification time
+/// (nanoseconds).
+pub type Stamp = (u64, i128);
+
+/// The outputs when `TransferOutput` is not defined: every regular file at
+/// the top of the scratch directory (`now`: name → stamp) that is new or
+/// changed since the input transfer (`before`), except the ad files and
+/// the executable; `_condor_stdout`/`_condor_stderr` are added by the
+/// caller. Sorted by name.
+pub fn changed_outputs(
+    before: &BTreeMap<String, Stamp>,
+    now: &BTreeMap<String, Stamp>,
+    executable: Option<&str>,
+) -> Vec<String> {
+    now.iter()
+        .filter(|(name, stamp)| before.get(*name) != Some(stamp))
+        .map(|(name, _)| name.clone())
+        .filter(|n| {
+            n != ".job.ad"
+                && n != ".machine.ad"
+                && n != skua_proto::STDOUT_NAME
+                && n != skua_proto::STDERR_NAME
+                && Some(n.as_str()) != executable
+        })
+        .collect()
+}
+
+/// Splits `TransferOutput`: commas and white space separate.
+pub fn split_list(list: &str) -> Vec<String> {
+    list.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether an evicted job's output goes back
+/// (`WhenToTransferOutput = ON_EXIT_OR_EVICT`).
+pub fn transfer_on_evict(job: &ClassAd) -> bool {
+    string_attr(job, "WhenToTransferOutput")
+        .is_some_and(|w| w.eq_ignore_ascii_case("ON_EXIT_OR_EVICT"))
+}
+
+/// Whether the job's `Out`/`Err` attribute asks for the stream
+/// (defined and not `/dev/null`); returns the path.
+pub fn stream_path(job: &ClassAd, attr: &str) -> Option<String> {
+    string_attr(job, attr).filter(|p| !p.is_empty() && p != "/dev/null")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn ad(text: &str) -> ClassAd {
+        classad::parse_ad(text).unwrap()
+    }
+
+    #[test]
+    fn shared_fs_or_transfer() {
+        let slot = ad(r#"[ FileSystemDomain = "fs.example" ]"#);
+        assert!(uses_shared_fs(
+            &ad(r#"[ ShouldTransferFiles = "NO" ]"#),
+            &slot
+        ));
+        assert!(!uses_shared_fs(
+            &ad(r#"[ ShouldTransferFiles = "YES"; FileSystemDomain = "fs.example" ]"#),
+            &slot
+        ));
+        assert!(uses_shared_fs(
+            &ad(r#"[ ShouldTransferFiles = "IF_NEEDED"; FileSystemDomain = "FS.example" ]"#),
+            &slot
+        ));
+        assert!(!uses_shared_fs(
+            &ad(r#"[ ShouldTransferFiles = "IF_NEEDED"; FileSystemDomain = "other" ]"#),
+            &slot
+        ));
+        assert!(!uses_shared_fs(&ad("[]"), &slot));
+    }
+
+    #[test]
+    fn arguments_v2_then_v1() {
+        let j = ad(r#"[ Arguments = "one 'two three' x''y \"q\""; Args = "ignored" ]"#);
+        assert_eq!(
+            job_arguments(&j).unwrap(),
+            vec!["one", "two three", "xy", "\"q\""]
+        );
+        let j = ad(r#"[ Args = "a  b\tc" ]"#);
+        assert_eq!(job_arguments(&j).unwrap(), vec!["a", "b", "c"]);
+        assert!(job_arguments(&ad("[]")).unwrap().is_empty());
+        assert!(job_arguments(&ad(r#"[ Arguments = "'open" ]"#)).is_err());
+    }
+
+    #[test]
+    fn environment_has_standard_variables_and_the_jobs_own_win() {
+        let facts = EnvFacts {
+            scratch_dir: "/x/dir_1".into(),
+            slot_name: "slot1_2".into(),
+            job_ad_path: "/x/dir_1/.job.ad".into(),
+            machine_ad_path: "/x/dir_1/.machine.ad".into(),
+            cpus: 4,
+            iwd: "/x/dir_1".into(),
+        };
+        let j = ad(r#"[ Environment = "A=1 B='two words' TMPDIR=/mine"; Env = "C=3" ]"#);
+        let env: BTreeMap<_, _> = job_environment(&j, &facts).unwrap().into_iter().collect();
+        assert_eq!(env["A"], "1");
+        assert_eq!(env["B"], "two words");
+        assert_eq!(env["TMPDIR"], "/mine");
+        assert!(!env.contains_key("C"));
+        assert_eq!(env["_CONDOR_SCRATCH_DIR"], "/x/dir_1");
+        assert_eq!(env["_CONDOR_SLOT"], "slot1_2");
+        assert_eq!(env["OMP_NUM_THREADS"], "4");
+        assert_eq!(env["BATCH_SYSTEM"], "HTCondor");
+        let j = ad(r#"[ Env = "C=3;D=x y" ]"#);
+        let env: BTreeMap<_, _> = job_environment(&j, &facts).unwrap().into_iter().collect();
+        assert_eq!(env["C"], "3");
+        assert_eq!(env["D"], "x y");
+    }
+
+    #[test]
+    fn kill_signals_by_name_or_number() {
+        assert_eq!(kill_signal(None), 15);
+        assert_eq!(kill_signal(Some("SIGINT")), 2);
+        assert_eq!(kill_signal(Some("usr1")), 10);
+        assert_eq!(kill_signal(Some("9")), 9);
+        assert_eq!(kill_signal(Some("SIGNOPE")), 15);
+        assert_eq!(kill_signal(Some("999")), 15);
+    }
+
+    #[test]
+    fn renice_is_clamped() {
+        assert_eq!(renice_increment(&Value::Int(5)), 5);
+        assert_eq!(renice_increment(&Value::Int(-3)), 0);
+        assert_eq!(renice_increment(&Value::Int(40)), 19);
+        assert_eq!(renice_increment(&Value::Undefined), 0);
+        assert_eq!(renice_increment(&Value::Real(7.6)), 7);
+    }
+
+    #[test]
+    fn run_as_owner_only_as_root_with_same_uid_domain() {
+        let job = ad(r#"[ Owner = "alice"; UidDomain = "d" ]"#);
+        let slot = ad(r#"[ UidDomain = "d" ]"#);
+        assert_eq!(choose_user(false, &job, &slot, true, None), RunAs::Myself);
+        assert_eq!(
+            choose_user(true, &job, &slot, true, None),
+            RunAs::User("alice".into())
+        );
+        assert_eq!(
+            choose_user(true, &job, &slot, false, Some("slotuser")),
+            RunAs::User("slotuser".into())
+        );
+        let other = ad(r#"[ UidDomain = "e" ]"#);
+        assert_eq!(
+            choose_user(true, &job, &other, true, None),
+            RunAs::User("nobody".into())
+        );
+        assert_eq!(slot_number("slot12@h"), Some(12));
+        assert_eq!(slot_number("slot1_3@h"), Some(1));
+        assert_eq!(slot_number("x"), None);
+    }
+
+    #[test]
+    fn changed_outputs_are_new_or_modified_top_level_files() {
+        let before: BTreeMap<String, Stamp> = [
+            ("in.txt".to_string(), (5, 1)),
+            ("touched.txt".to_string(), (5, 1)),
+            ("run.sh".to_string(), (10, 1)),
+            (".job.ad".to_string(), (1, 1)),
+        ]
+        .into();
+        let mut now = before.clone();
+        now.insert("touched.txt".into(), (5, 2));
+        now.insert("new.dat".into(), (0, 3));
+        now.insert("run.sh".into(), (11, 4));
+        now.insert(".machine.ad".into(), (1, 1));
+        now.insert("_condor_stdout".into(), (1, 1));
+        assert_eq!(
+            changed_outputs(&before, &now, Some("run.sh")),
+            vec!["new.dat", "touched.txt"]
+        );
+    }
+
+    #[test]
+    fn safe_relative_paths() {
+        assert!(is_safe_relative("a/b.txt"));
+        assert!(is_safe_relative("./a"));
+        for bad in ["", "/abs", "../x", "a/../../b", "."] {
+            assert!(!is_safe_relative(bad), "{bad}");
+        }
+    }
+}

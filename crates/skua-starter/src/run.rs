@@ -1,0 +1,839 @@
+//! The starter's shell: scratch directory, transfers, the job's process,
+//! signals, updates and the final report.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use classad::ClassAd;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use skua_daemon::context::knob_u64;
+use skua_daemon::DaemonContext;
+use skua_net::Client;
+use skua_proto::{
+    routes, Ack, BeginReply, EntryKind, InputFileRequest, JobExit, JobUpdate, OutputFileMeta,
+    RunOutcome, ShadowBegin, StarterSpec, UpdateKind, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+};
+use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
+
+use crate::plan::{self, RunAs, Stamp};
+use crate::usage::UsageMeter;
+
+/// What the starter was asked to do by a signal (or by the startd going
+/// away).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Request {
+    /// SIGTERM: soft vacate.
+    Vacate,
+    /// SIGQUIT, or EOF on standard input: hard kill.
+    Kill { startd_gone: bool },
+    /// SIGUSR1.
+    Suspend,
+    /// SIGUSR2.
+    Continue,
+}
+
+/// The signals the starter listens to. Registered before anything else,
+/// so none of them takes its default action (terminating the starter).
+pub struct Signals {
+    term: SignalStream,
+    quit: SignalStream,
+    usr1: SignalStream,
+    usr2: SignalStream,
+}
+
+impl Signals {
+    /// Installs the handlers for SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2.
+    pub fn install() -> std::io::Result<Signals> {
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            quit: signal(SignalKind::quit())?,
+            usr1: signal(SignalKind::user_defined1())?,
+            usr2: signal(SignalKind::user_defined2())?,
+        })
+    }
+}
+
+type Eof<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// Waits for the next request: a signal, or (once) the end of standard
+/// input.
+async fn next_request(signals: &mut Signals, eof: &mut Eof<'_>, eof_seen: &mut bool) -> Request {
+    tokio::select! {
+        _ = signals.term.recv() => Request::Vacate,
+        _ = signals.quit.recv() => Request::Kill { startd_gone: false },
+        _ = signals.usr1.recv() => Request::Suspend,
+        _ = signals.usr2.recv() => Request::Continue,
+        _ = eof.as_mut(), if !*eof_seen => {
+            *eof_seen = true;
+            Request::Kill { startd_gone: true }
+        }
+    }
+}
+
+/// Settings from the configuration.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `STARTER_UPDATE_INTERVAL` (seconds, default 300): usage updates.
+    pub update_interval: Duration,
+    /// `STARTER_SHADOW_TIMEOUT` (seconds, default 60): each call to the
+    /// shadow (idle time for file transfers).
+    pub shadow_timeout: Duration,
+    /// `JOB_RENICE_INCREMENT`, unevaluated.
+    pub renice: Option<String>,
+    /// `SLOT<N>_USER` for this slot.
+    pub slot_user: Option<String>,
+}
+
+impl Settings {
+    /// Reads the settings for the slot named `slot_name`.
+    pub fn from_context(ctx: &DaemonContext, slot_name: &str) -> anyhow::Result<Settings> {
+        let update = knob_u64(&ctx.config, "STARTER_UPDATE_INTERVAL", 300)?.max(1);
+        let timeout = knob_u64(&ctx.config, "STARTER_SHADOW_TIMEOUT", 60)?.max(1);
+        let slot_user = match plan::slot_number(slot_name) {
+            Some(n) => ctx.knob(&format!("SLOT{n}_USER"))?,
+            None => None,
+        };
+        Ok(Settings {
+            update_interval: Duration::from_secs(update),
+            shadow_timeout: Duration::from_secs(timeout),
+            renice: ctx.knob("JOB_RENICE_INCREMENT")?,
+            slot_user,
+        })
+    }
+}
+
+/// A run that could not happen through no fault of the job.
+struct Failure {
+    reason: String,
+    permanent: bool,
+}
+
+impl Failure {
+    fn retry(reason: impl Into<String>) -> Failure {
+        Failure {
+            reason: reason.into(),
+            permanent: false,
+        }
+    }
+    fn permanent(reason: impl Into<String>) -> Failure {
+        Failure {
+            reason: reason.into(),
+            permanent: true,
+        }
+    }
+}
+
+/// Runs one job as the starter: from the spec to the shadow's
+/// acknowledgement of the exit. Returns the starter's exit code: 0 when
+/// the shadow acknowledged the [`JobExit`], 1 otherwise. `stdin_eof`
+/// completes when the startd goes away (the job is then killed).
+pub async fn run(
+    ctx: DaemonContext,
+    spec: StarterSpec,
+    signals: Signals,
+    stdin_eof: impl Future<Output = ()> + Send,
+) -> anyhow::Result<i32> {
+    let job = classad::parse_ad(&spec.job_ad).context("parsing the job ad")?;
+    let slot = classad::parse_ad(&spec.slot_ad).context("parsing the slot ad")?;
+    let slot_name = plan::string_attr(&slot, "Name").unwrap_or_default();
+    let settings = Settings::from_context(&ctx, &slot_name)?;
+    let client = ctx
+        .client_at(&spec.shadow_addr, settings.shadow_timeout)
+        .context("the shadow's address")?;
+    let scratch = Path::new(&spec.execute_dir).join(format!("dir_{}", std::process::id()));
+    let pgid_file = Path::new(&spec.execute_dir).join(format!("dir_{}.pgid", std::process::id()));
+    tracing::info!(job = %spec.job_id, slot = %slot_name, scratch = %scratch.display(), "starting the job");
+
+    let mut starter = Starter {
+        spec: &spec,
+        job,
+        slot,
+        slot_name,
+        settings,
+        client,
+        scratch: scratch.clone(),
+        pgid_file: pgid_file.clone(),
+        signals,
+        eof_seen: false,
+        meter: UsageMeter::default(),
+        startd_gone: false,
+    };
+    let mut eof: Eof<'_> = Box::pin(stdin_eof);
+    let outcome = starter.go(&mut eof).await;
+    let usage = starter.meter.final_usage();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(f) => RunOutcome::Failed {
+            reason: f.reason,
+            permanent: f.permanent,
+        },
+    };
+    remove_scratch(&scratch).await;
+    let _ = tokio::fs::remove_file(&pgid_file).await;
+    tracing::info!(job = %spec.job_id, ?outcome, "the job's run is over");
+    let exit = JobExit {
+        claim_id: spec.claim_id.clone(),
+        outcome,
+        usage,
+    };
+    let mut last_err = None;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        match starter
+            .client
+            .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit))
+            .await
+        {
+            Ok(_) => return Ok(0),
+            Err(e) => {
+                let retry = matches!(
+                    e.code(),
+                    skua_proto::ErrorCode::Unavailable | skua_proto::ErrorCode::Timeout
+                );
+                last_err = Some(e);
+                if !retry {
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(e) = last_err {
+        tracing::error!(job = %spec.job_id, error = %e, "the shadow did not acknowledge the job's exit");
+    }
+    Ok(1)
+}
+
+async fn remove_scratch(dir: &Path) {
+    if tokio::fs::remove_dir_all(dir).await.is_ok() || !dir.exists() {
+        return;
+    }
+    // The job may have left directories without write permission.
+    let d = dir.to_path_buf();
+    let _ = tokio::task::spawn_blocking(move || {
+        fn open_up(p: &Path) {
+            if let Ok(meta) = std::fs::symlink_metadata(p) {
+                if meta.is_dir() {
+                    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700));
+                    if let Ok(rd) = std::fs::read_dir(p) {
+                        for e in rd.flatten() {
+                            open_up(&e.path());
+                        }
+                    }
+                }
+            }
+        }
+        open_up(&d);
+        std::fs::remove_dir_all(&d)
+    })
+    .await;
+    if dir.exists() {
+        tracing::warn!(dir = %dir.display(), "cannot remove the scratch directory");
+    }
+}
+
+struct Starter<'a> {
+    spec: &'a StarterSpec,
+    job: ClassAd,
+    slot: ClassAd,
+    slot_name: String,
+    settings: Settings,
+    client: Client,
+    scratch: PathBuf,
+    pgid_file: PathBuf,
+    signals: Signals,
+    eof_seen: bool,
+    meter: UsageMeter,
+    startd_gone: bool,
+}
+
+/// How the job's process ended, as the starter saw it.
+enum Ending {
+    Exited(ExitStatus),
+    Vacated,
+    Killed,
+}
+
+/// The job's process, once spawned.
+struct Running {
+    child: tokio::process::Child,
+    pgid: Pid,
+}
+
+impl Starter<'_> {
+    /// Everything from the scratch directory to the outputs; the outcome
+    /// to report.
+    async fn go(&mut self, eof: &mut Eof<'_>) -> Result<RunOutcome, Failure> {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.scratch)
+            .map_err(|e| {
+                Failure::retry(format!(
+                    "cannot create the scratch directory {}: {e}",
+                    self.scratch.display()
+                ))
+            })?;
+        let shared_fs = plan::uses_shared_fs(&self.job, &self.slot);
+        let begin = ShadowBegin {
+            claim_id: self.spec.claim_id.clone(),
+            job_id: self.spec.job_id.clone(),
+            transfer: !shared_fs,
+            slot: self.slot_name.clone(),
+        };
+        let reply: BeginReply = self
+            .client
+            .command(&routes::SHADOW_BEGIN, Some(&begin))
+            .await
+            .map_err(|e| Failure::retry(format!("the shadow refused to begin: {e}")))?;
+
+        // The input transfer, interruptible by a vacate or kill.
+        let inputs = if shared_fs { Vec::new() } else { reply.inputs };
+        let client = self.client.clone();
+        let scratch = self.scratch.clone();
+        let claim_id = self.spec.claim_id.clone();
+        let fetch = fetch_inputs(&client, &claim_id, &scratch, &inputs);
+        tokio::pin!(fetch);
+        loop {
+            tokio::select! {
+                r = &mut fetch => { r?; break; }
+                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => match req {
+                    Request::Vacate | Request::Kill { .. } => {
+                        if let Request::Kill { startd_gone: true } = req {
+                            self.startd_gone = true;
+                        }
+                        return Ok(RunOutcome::Evicted {
+                            reason: "the job was stopped while its input was transferred".into(),
+                        });
+                    }
+                    Request::Suspend | Request::Continue => {}
+                },
+            }
+        }
+        self.write_ad_files().map_err(Failure::retry)?;
+        let baseline = if shared_fs {
+            BTreeMap::new()
+        } else {
+            top_level_files(&self.scratch)
+        };
+
+        let executable = inputs.iter().find(|e| e.executable).map(|e| e.path.clone());
+        let mut running = self.spawn(shared_fs, &inputs, executable.as_deref())?;
+        let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
+        self.renice(running.pgid);
+        self.meter.start(running.pgid);
+        self.update(UpdateKind::Executing).await;
+
+        let ending = self.supervise(&mut running, eof).await;
+        // No process of the job survives it.
+        let _ = killpg(running.pgid, Signal::SIGKILL);
+        self.meter.sample();
+        self.meter.finish();
+
+        let (outcome, send_outputs) = match ending {
+            Ending::Exited(status) => (outcome_of(status), true),
+            Ending::Vacated => (
+                RunOutcome::Evicted {
+                    reason: "the job was vacated".into(),
+                },
+                plan::transfer_on_evict(&self.job),
+            ),
+            Ending::Killed => (
+                RunOutcome::Evicted {
+                    reason: if self.startd_gone {
+                        "the startd went away; the job was killed".into()
+                    } else {
+                        "the job was killed".into()
+                    },
+                },
+                false,
+            ),
+        };
+        if send_outputs && !shared_fs {
+            self.send_outputs(&baseline, executable.as_deref()).await?;
+        }
+        Ok(outcome)
+    }
+
+    fn write_ad_files(&self) -> Result<(), String> {
+        for (name, ad) in [(".job.ad", &self.job), (".machine.ad", &self.slot)] {
+            let mut text = String::new();
+            for (attr, expr) in ad.iter_chained() {
+                text.push_str(&format!("{attr} = {}\n", classad::unparse_old(expr)));
+            }
+            let path = self.scratch.join(name);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    fn spawn(
+        &mut self,
+        shared_fs: bool,
+        inputs: &[skua_proto::InputEntry],
+        executable: Option<&str>,
+    ) -> Result<Running, Failure> {
+        let iwd = plan::string_attr(&self.job, "Iwd").unwrap_or_else(|| "/".into());
+        let iwd = PathBuf::from(iwd);
+        let workdir = if shared_fs {
+            iwd.clone()
+        } else {
+            self.scratch.clone()
+        };
+        let program = match executable {
+            Some(name) if !shared_fs => self.scratch.join(name),
+            _ => {
+                let cmd = plan::string_attr(&self.job, "Cmd")
+                    .filter(|c| !c.is_empty())
+                    .ok_or_else(|| Failure::permanent("the job ad has no Cmd"))?;
+                iwd.join(cmd)
+            }
+        };
+        let args = plan::job_arguments(&self.job).map_err(Failure::permanent)?;
+        let facts = plan::EnvFacts {
+            scratch_dir: self.scratch.display().to_string(),
+            slot_name: self
+                .slot_name
+                .split('@')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            job_ad_path: self.scratch.join(".job.ad").display().to_string(),
+            machine_ad_path: self.scratch.join(".machine.ad").display().to_string(),
+            cpus: plan::int_attr(&self.slot, "Cpus")
+                .or_else(|| plan::int_attr(&self.job, "RequestCpus"))
+                .unwrap_or(1),
+            iwd: workdir.display().to_string(),
+        };
+        let env = plan::job_environment(&self.job, &facts).map_err(Failure::permanent)?;
+
+        // Who runs it.
+        let is_root = nix::unistd::geteuid().is_root();
+        let owner = plan::string_attr(&self.job, "Owner").unwrap_or_default();
+        let owner_exists = is_root
+            && !owner.is_empty()
+            && nix::unistd::User::from_name(&owner)
+                .ok()
+                .flatten()
+                .is_some();
+        let ids = match plan::choose_user(
+            is_root,
+            &self.job,
+            &self.slot,
+            owner_exists,
+            self.settings.slot_user.as_deref(),
+        ) {
+            RunAs::Myself => None,
+            RunAs::User(name) => {
+                let user = nix::unistd::User::from_name(&name)
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| Failure::retry(format!("no account `{name}` on this host")))?;
+                if user.uid.is_root() {
+                    return Err(Failure::permanent(format!(
+                        "refusing to run the job as root (account `{name}`)"
+                    )));
+                }
+                Some((user.uid, user.gid))
+            }
+        };
+
+        // Standard streams.
+        let stdin = if shared_fs {
+            match plan::stream_path(&self.job, "In") {
+                Some(p) => {
+                    Stdio::from(std::fs::File::open(iwd.join(&p)).map_err(|e| {
+                        Failure::retry(format!("cannot open standard input {p}: {e}"))
+                    })?)
+                }
+                None => Stdio::null(),
+            }
+        } else {
+            match inputs.iter().find(|e| e.stdin) {
+                Some(e) => Stdio::from(std::fs::File::open(self.scratch.join(&e.path)).map_err(
+                    |err| Failure::retry(format!("cannot open standard input {}: {err}", e.path)),
+                )?),
+                None => Stdio::null(),
+            }
+        };
+        let open_out = |attr: &str, name: &str| -> Result<Stdio, Failure> {
+            let Some(p) = plan::stream_path(&self.job, attr) else {
+                return Ok(Stdio::null());
+            };
+            let path = if shared_fs {
+                iwd.join(&p)
+            } else {
+                self.scratch.join(name)
+            };
+            let f = std::fs::File::create(&path)
+                .map_err(|e| Failure::retry(format!("cannot create {}: {e}", path.display())))?;
+            if let Some((uid, gid)) = ids {
+                let _ = std::os::unix::fs::chown(&path, Some(uid.as_raw()), Some(gid.as_raw()));
+            }
+            Ok(Stdio::from(f))
+        };
+        let stdout = open_out("Out", STDOUT_NAME)?;
+        let stderr = open_out("Err", STDERR_NAME)?;
+
+        if let Some((uid, gid)) = ids {
+            chown_tree(&self.scratch, uid.as_raw(), gid.as_raw());
+        }
+
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&args)
+            .env_clear()
+            .envs(env)
+            .current_dir(&workdir)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some((uid, gid)) = ids {
+            cmd.uid(uid.as_raw()).gid(gid.as_raw());
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
+        let pid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| Failure::retry("the job's process vanished at once"))?;
+        tracing::info!(pid, program = %program.display(), "the job is running");
+        Ok(Running {
+            child,
+            pgid: Pid::from_raw(pid),
+        })
+    }
+
+    fn renice(&self, pgid: Pid) {
+        let Some(text) = &self.settings.renice else {
+            return;
+        };
+        let value = match classad::parse_expr(text) {
+            Ok(e) => classad::Evaluator::default().eval(&e, Some(&self.slot), Some(&self.job)),
+            Err(e) => {
+                tracing::warn!(error = %e, "JOB_RENICE_INCREMENT is not an expression");
+                return;
+            }
+        };
+        let n = plan::renice_increment(&value);
+        if n == 0 {
+            return;
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(pgid.as_raw()) {
+            if let Err(e) = rustix::process::setpriority_process(Some(pid), n) {
+                tracing::warn!(error = %e, "cannot renice the job");
+            }
+        }
+    }
+
+    async fn update(&self, kind: UpdateKind) {
+        let update = JobUpdate {
+            claim_id: self.spec.claim_id.clone(),
+            kind,
+            usage: self.meter.usage(),
+        };
+        if let Err(e) = self
+            .client
+            .command::<_, Ack>(&routes::SHADOW_UPDATE, Some(&update))
+            .await
+        {
+            tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+        }
+    }
+
+    /// Waits for the job, serving updates and signals.
+    async fn supervise(&mut self, running: &mut Running, eof: &mut Eof<'_>) -> Ending {
+        let interval = self.settings.update_interval;
+        let mut updates =
+            tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        let sample_every = interval.min(Duration::from_secs(2));
+        let mut samples =
+            tokio::time::interval_at(tokio::time::Instant::now() + sample_every, sample_every);
+        let mut suspended = false;
+        loop {
+            tokio::select! {
+                status = running.child.wait() => {
+                    return match status {
+                        Ok(s) => Ending::Exited(s),
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot wait for the job");
+                            Ending::Killed
+                        }
+                    };
+                }
+                _ = updates.tick() => {
+                    self.meter.sample();
+                    self.update(UpdateKind::Usage).await;
+                }
+                _ = samples.tick() => self.meter.sample(),
+                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => match req {
+                    Request::Suspend if !suspended => {
+                        let _ = killpg(running.pgid, Signal::SIGSTOP);
+                        suspended = true;
+                        self.update(UpdateKind::Suspended).await;
+                    }
+                    Request::Continue if suspended => {
+                        let _ = killpg(running.pgid, Signal::SIGCONT);
+                        suspended = false;
+                        self.update(UpdateKind::Unsuspended).await;
+                    }
+                    Request::Suspend | Request::Continue => {}
+                    Request::Kill { startd_gone } => {
+                        self.startd_gone |= startd_gone;
+                        hard_kill(running).await;
+                        return Ending::Killed;
+                    }
+                    Request::Vacate => return self.vacate(running, eof).await,
+                },
+            }
+        }
+    }
+
+    /// Soft vacate: the job's kill signal, `max_vacate_secs` of grace,
+    /// then SIGKILL. A hard kill request during the grace escalates.
+    async fn vacate(&mut self, running: &mut Running, eof: &mut Eof<'_>) -> Ending {
+        let sig = plan::kill_signal(plan::string_attr(&self.job, "KillSig").as_deref());
+        let sig = Signal::try_from(sig).unwrap_or(Signal::SIGTERM);
+        tracing::info!(signal = %sig, grace = self.spec.max_vacate_secs, "vacating the job");
+        let _ = killpg(running.pgid, sig);
+        let _ = killpg(running.pgid, Signal::SIGCONT);
+        let deadline = tokio::time::sleep(Duration::from_secs(self.spec.max_vacate_secs));
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = running.child.wait() => return Ending::Vacated,
+                _ = &mut deadline => {
+                    hard_kill(running).await;
+                    return Ending::Vacated;
+                }
+                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => {
+                    if let Request::Kill { startd_gone } = req {
+                        self.startd_gone |= startd_gone;
+                        hard_kill(running).await;
+                        return Ending::Killed;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn send_outputs(
+        &self,
+        baseline: &BTreeMap<String, Stamp>,
+        executable: Option<&str>,
+    ) -> Result<(), Failure> {
+        let mut names: Vec<String> = match plan::string_attr(&self.job, "TransferOutput") {
+            Some(list) => {
+                let mut out = Vec::new();
+                for item in plan::split_list(&list) {
+                    let item = item.trim_end_matches('/').to_string();
+                    if !plan::is_safe_relative(&item) {
+                        tracing::warn!(file = %item, "not sending an output outside the scratch directory");
+                        continue;
+                    }
+                    let path = self.scratch.join(&item);
+                    match std::fs::metadata(&path) {
+                        Ok(m) if m.is_dir() => files_below(&self.scratch, &item, &mut out),
+                        Ok(m) if m.is_file() => out.push(item),
+                        _ => {
+                            tracing::warn!(file = %item, "an output file the job names does not exist")
+                        }
+                    }
+                }
+                out
+            }
+            None => plan::changed_outputs(baseline, &top_level_files(&self.scratch), executable),
+        };
+        for (attr, name) in [("Out", STDOUT_NAME), ("Err", STDERR_NAME)] {
+            if plan::stream_path(&self.job, attr).is_some() && self.scratch.join(name).is_file() {
+                names.push(name.to_string());
+            }
+        }
+        for name in names {
+            self.send_output(&name).await.map_err(Failure::retry)?;
+        }
+        Ok(())
+    }
+
+    async fn send_output(&self, name: &str) -> Result<(), String> {
+        let path = self.scratch.join(name);
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| format!("cannot open output {name}: {e}"))?;
+        let meta = file
+            .metadata()
+            .await
+            .map_err(|e| format!("cannot inspect output {name}: {e}"))?;
+        let header = OutputFileMeta {
+            claim_id: self.spec.claim_id.clone(),
+            name: name.to_string(),
+            mode: meta.mode() & 0o7777,
+        };
+        let header = serde_json::to_string(&header).map_err(|e| e.to_string())?;
+        self.client
+            .upload::<Ack>(
+                &routes::SHADOW_OUTPUT_FILE,
+                (TRANSFER_HEADER, header),
+                file,
+                meta.len(),
+            )
+            .await
+            .map_err(|e| format!("sending output {name}: {e}"))?;
+        tracing::debug!(file = %name, bytes = meta.len(), "output sent");
+        Ok(())
+    }
+}
+
+async fn hard_kill(running: &mut Running) {
+    let _ = killpg(running.pgid, Signal::SIGKILL);
+    let _ = running.child.wait().await;
+}
+
+fn outcome_of(status: ExitStatus) -> RunOutcome {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => RunOutcome::Exited { code },
+        (None, Some(signal)) => RunOutcome::Signaled {
+            signal,
+            core_dumped: status.core_dumped(),
+        },
+        (None, None) => RunOutcome::Exited { code: -1 },
+    }
+}
+
+/// Fetches every input entry into `scratch`.
+async fn fetch_inputs(
+    client: &Client,
+    claim_id: &str,
+    scratch: &Path,
+    inputs: &[skua_proto::InputEntry],
+) -> Result<(), Failure> {
+    for (index, entry) in inputs.iter().enumerate() {
+        if !plan::is_safe_relative(&entry.path) {
+            return Err(Failure::permanent(format!(
+                "the shadow sent an input path outside the scratch directory: `{}`",
+                entry.path
+            )));
+        }
+        let path = scratch.join(&entry.path);
+        match entry.kind {
+            EntryKind::Dir => {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&path)
+                    .map_err(|e| {
+                        Failure::retry(format!("cannot create directory {}: {e}", entry.path))
+                    })?;
+            }
+            EntryKind::File => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        Failure::retry(format!(
+                            "cannot create the directory of {}: {e}",
+                            entry.path
+                        ))
+                    })?;
+                }
+                let mut file = tokio::fs::File::create(&path).await.map_err(|e| {
+                    Failure::retry(format!("cannot create input {}: {e}", entry.path))
+                })?;
+                let req = InputFileRequest {
+                    claim_id: claim_id.to_string(),
+                    index,
+                };
+                let n = client
+                    .download(&routes::SHADOW_INPUT_FILE, &req, &mut file)
+                    .await
+                    .map_err(|e| Failure::retry(format!("fetching input {}: {e}", entry.path)))?;
+                file.sync_all().await.map_err(|e| {
+                    Failure::retry(format!("cannot write input {}: {e}", entry.path))
+                })?;
+                tracing::debug!(file = %entry.path, bytes = n, "input fetched");
+            }
+        }
+        let mut mode = entry.mode & 0o7777;
+        if mode == 0 {
+            mode = if entry.kind == EntryKind::Dir {
+                0o755
+            } else {
+                0o644
+            };
+        }
+        if entry.executable {
+            mode |= 0o700;
+        }
+        if entry.kind == EntryKind::Dir {
+            mode |= 0o700; // the starter still writes inside it
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| Failure::retry(format!("cannot set the mode of {}: {e}", entry.path)))?;
+    }
+    Ok(())
+}
+
+/// The regular files at the top of `dir`, by name, with size and
+/// modification time.
+fn top_level_files(dir: &Path) -> BTreeMap<String, Stamp> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+        out.insert(name, (meta.len(), mtime));
+    }
+    out
+}
+
+/// Every regular file below `root/rel`, as paths relative to `root`.
+fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        let child = format!("{rel}/{name}");
+        match std::fs::symlink_metadata(root.join(&child)) {
+            Ok(m) if m.is_dir() => files_below(root, &child, out),
+            Ok(m) if m.is_file() => out.push(child),
+            _ => {}
+        }
+    }
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32) {
+    let _ = std::os::unix::fs::lchown(path, Some(uid), Some(gid));
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(path) {
+                for e in rd.flatten() {
+                    chown_tree(&e.path(), uid, gid);
+                }
+            }
+        }
+    }
+}

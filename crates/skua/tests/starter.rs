@@ -1,0 +1,560 @@
+//! `skuad starter` against an in-test shadow: input files and
+//! directories arrive, the job runs with HTCondor's arguments and
+//! environment, outputs come back, exits and signals are reported, vacate
+//! and kill work, and nothing of the job survives it.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{alive, kill, scratch, wait_for, SKUAD};
+use skua_net::proto::{
+    routes, Ack, BeginReply, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, RunOutcome,
+    ShadowBegin, StarterSpec, UpdateKind, TRANSFER_HEADER,
+};
+use skua_net::routing::post;
+use skua_net::{
+    file_response, receive_file, ApiError, AuthLevel, Body, HeaderMap, Json, Listener, Response,
+    Routes, SecurityPolicy, Server, ServerConfig, ServerHandle, SigningKey, State,
+};
+use skua_schedd::sandbox::{plan_inputs, InputPlan};
+
+const CLAIM: &str = "claim-secret-0123456789";
+
+#[derive(Default)]
+struct Record {
+    begin: Option<ShadowBegin>,
+    plan: InputPlan,
+    updates: Vec<UpdateKind>,
+    outputs: Vec<(String, u32)>,
+    exit: Option<JobExit>,
+}
+
+#[derive(Clone)]
+struct Shadow {
+    job_ad: classad::ClassAd,
+    out_dir: PathBuf,
+    rec: Arc<Mutex<Record>>,
+}
+
+fn check_claim(claim: &str) -> Result<(), ApiError> {
+    if claim == CLAIM {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("no such claim"))
+    }
+}
+
+async fn begin(
+    State(s): State<Shadow>,
+    Json(b): Json<ShadowBegin>,
+) -> Result<Json<BeginReply>, ApiError> {
+    check_claim(&b.claim_id)?;
+    let plan = if b.transfer {
+        plan_inputs(&s.job_ad).map_err(|e| ApiError::bad_request(e.to_string()))?
+    } else {
+        InputPlan::default()
+    };
+    let inputs = plan.entries.clone();
+    let mut rec = s.rec.lock().unwrap();
+    rec.begin = Some(b);
+    rec.plan = plan;
+    Ok(Json(BeginReply { inputs }))
+}
+
+async fn input_file(
+    State(s): State<Shadow>,
+    Json(r): Json<InputFileRequest>,
+) -> Result<Response, ApiError> {
+    check_claim(&r.claim_id)?;
+    let source = s.rec.lock().unwrap().plan.sources.get(r.index).cloned();
+    let Some(Some(path)) = source else {
+        return Err(ApiError::not_found("no such input file"));
+    };
+    file_response(&path).await
+}
+
+async fn output_file(
+    State(s): State<Shadow>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Ack>, ApiError> {
+    let meta: OutputFileMeta = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| serde_json::from_str(v).ok())
+        .ok_or_else(|| ApiError::bad_request("no transfer header"))?;
+    check_claim(&meta.claim_id)?;
+    let dest = s.out_dir.join(&meta.name);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    receive_file(body, &dest).await?;
+    s.rec.lock().unwrap().outputs.push((meta.name, meta.mode));
+    Ok(Json(Ack {}))
+}
+
+async fn update(State(s): State<Shadow>, Json(u): Json<JobUpdate>) -> Result<Json<Ack>, ApiError> {
+    check_claim(&u.claim_id)?;
+    s.rec.lock().unwrap().updates.push(u.kind);
+    Ok(Json(Ack {}))
+}
+
+async fn exit(State(s): State<Shadow>, Json(e): Json<JobExit>) -> Result<Json<Ack>, ApiError> {
+    check_claim(&e.claim_id)?;
+    s.rec.lock().unwrap().exit = Some(e);
+    Ok(Json(Ack {}))
+}
+
+/// One test's world: a pool configuration, a fake shadow, a job directory.
+struct World {
+    dir: PathBuf,
+    job_dir: PathBuf,
+    execute: PathBuf,
+    out_dir: PathBuf,
+    rt: tokio::runtime::Runtime,
+    server: Option<ServerHandle>,
+    addr: String,
+    rec: Arc<Mutex<Record>>,
+    job_ad: String,
+}
+
+impl World {
+    fn new(name: &str, job: &str) -> World {
+        let dir = scratch(&format!("starter-{name}"));
+        let job_dir = dir.join("job");
+        let execute = dir.join("execute");
+        let out_dir = dir.join("returned");
+        for d in [&job_dir, &execute, &out_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let key_file = dir.join("pool.key");
+        let key = SigningKey::load_or_create(&key_file).unwrap();
+        std::fs::write(
+            dir.join("skua_config"),
+            format!(
+                "LOG = {d}/log\nLOCK = {d}/lock\nUID_DOMAIN = test.domain\n\
+                 SEC_TOKEN_POOL_SIGNING_KEY_FILE = {k}\nSTARTER_UPDATE_INTERVAL = 1\n\
+                 STARTER_DEBUG = debug\n",
+                d = dir.display(),
+                k = key_file.display()
+            ),
+        )
+        .unwrap();
+        let job_ad = format!("[ Iwd = \"{}\"; {job} ]", job_dir.display());
+        World {
+            dir,
+            job_dir,
+            execute,
+            out_dir,
+            rt: tokio::runtime::Runtime::new().unwrap(),
+            server: None,
+            addr: String::new(),
+            rec: Arc::default(),
+            job_ad,
+        }
+        .serve(key)
+    }
+
+    fn serve(mut self, key: SigningKey) -> World {
+        let shadow = Shadow {
+            job_ad: classad::parse_ad(&self.job_ad).unwrap(),
+            out_dir: self.out_dir.clone(),
+            rec: self.rec.clone(),
+        };
+        let routes = Routes::new()
+            .command(&routes::SHADOW_BEGIN, post(begin))
+            .command(&routes::SHADOW_INPUT_FILE, post(input_file))
+            .command(&routes::SHADOW_OUTPUT_FILE, post(output_file))
+            .command(&routes::SHADOW_UPDATE, post(update))
+            .command(&routes::SHADOW_EXIT, post(exit))
+            .with_state(shadow);
+        let policy = SecurityPolicy::default().allowing(AuthLevel::Daemon, ["condor@*"]);
+        let config = ServerConfig::new(policy, Some(key), "test.domain");
+        let handle = self.rt.block_on(async {
+            let l = Listener::tcp("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            Server::new(config, routes).unwrap().spawn(vec![l])
+        });
+        self.addr = format!("<{}>", handle.local_addr().unwrap());
+        self.server = Some(handle);
+        self
+    }
+
+    fn script(&self, name: &str, body: &str) {
+        let p = self.job_dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn start(&self, max_vacate_secs: u64) -> Child {
+        let spec = StarterSpec {
+            claim_id: CLAIM.into(),
+            job_id: "1.0".into(),
+            job_ad: self.job_ad.clone(),
+            slot_ad: r#"[ Name = "slot1_1@exec.test"; Cpus = 2; FileSystemDomain = "exec.test"; UidDomain = "test.domain" ]"#.into(),
+            shadow_addr: self.addr.clone(),
+            execute_dir: self.execute.display().to_string(),
+            max_vacate_secs,
+        };
+        let mut child = Command::new(SKUAD)
+            .arg("starter")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.dir)
+            .env("SKUA_CONFIG", self.dir.join("skua_config"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let text = serde_json::to_string(&spec).unwrap();
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        child
+    }
+
+    /// Waits for the starter to exit; returns its exit code.
+    fn wait(&self, child: &mut Child) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                if !status.success() {
+                    let mut err = String::new();
+                    use std::io::Read;
+                    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                    eprintln!("starter stderr: {err}");
+                    for e in std::fs::read_dir(self.dir.join("log")).unwrap().flatten() {
+                        eprintln!("{}", std::fs::read_to_string(e.path()).unwrap_or_default());
+                    }
+                }
+                return status.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                kill(child.id() as i32, "-KILL");
+                panic!("the starter did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn exit(&self) -> JobExit {
+        self.rec.lock().unwrap().exit.clone().expect("a JobExit")
+    }
+
+    fn outputs(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .rec
+            .lock()
+            .unwrap()
+            .outputs
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn returned(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.out_dir.join(name)).unwrap()
+    }
+
+    fn wait_executing(&self) {
+        wait_for("the job to execute", Duration::from_secs(20), || {
+            self.rec
+                .lock()
+                .unwrap()
+                .updates
+                .contains(&UpdateKind::Executing)
+        });
+    }
+
+    /// The job's scratch directory, while the starter `pid` runs.
+    fn scratch_of(&self, pid: u32) -> PathBuf {
+        self.execute.join(format!("dir_{pid}"))
+    }
+
+    fn execute_is_empty(&self) -> bool {
+        std::fs::read_dir(&self.execute).unwrap().next().is_none()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn blob() -> Vec<u8> {
+    (0..4096u32).map(|i| (i * 7 % 256) as u8).collect()
+}
+
+fn pid_in(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn inputs_arrive_the_job_runs_and_outputs_come_back() {
+    let w = World::new(
+        "roundtrip",
+        r#"Cmd = "run.sh"; In = "stdin.txt"; Out = "job.out"; Err = "job.err";
+           TransferInput = "blob.bin, data, flat/";
+           Arguments = "one 'two words' \"quoted\" ''";
+           Environment = "FOO=bar BAZ='x y'";
+           ShouldTransferFiles = "YES""#,
+    );
+    std::fs::write(w.job_dir.join("blob.bin"), blob()).unwrap();
+    std::fs::write(w.job_dir.join("stdin.txt"), "line from stdin\n").unwrap();
+    std::fs::create_dir_all(w.job_dir.join("data/sub")).unwrap();
+    std::fs::write(w.job_dir.join("data/sub/deep.txt"), "deep").unwrap();
+    std::fs::create_dir_all(w.job_dir.join("flat")).unwrap();
+    std::fs::write(w.job_dir.join("flat/top.txt"), "top").unwrap();
+    w.script(
+        "run.sh",
+        r#"for a in "$@"; do echo "[$a]"; done
+read line; echo "stdin: $line"
+echo "FOO=$FOO BAZ=$BAZ"
+[ "$_CONDOR_SCRATCH_DIR" = "$(pwd)" ] && echo scratch-ok
+[ "$TMPDIR" = "$(pwd)" ] && echo tmpdir-ok
+echo "slot=$_CONDOR_SLOT threads=$OMP_NUM_THREADS batch=$BATCH_SYSTEM"
+grep -q 'Iwd' "$_CONDOR_JOB_AD" && grep -q 'Cpus = 2' "$_CONDOR_MACHINE_AD" && echo ads-ok
+cat data/sub/deep.txt top.txt > seen.txt
+cp blob.bin blob_copy.bin
+echo to-stderr >&2
+exit 3"#,
+    );
+    let mut child = w.start(5);
+    let code = w.wait(&mut child);
+    assert_eq!(code, 0, "the shadow acknowledged the exit");
+    let exit = w.exit();
+    assert_eq!(exit.outcome, RunOutcome::Exited { code: 3 });
+    assert!(exit.usage.wall_secs > 0.0);
+    let stdout = String::from_utf8(w.returned("_condor_stdout")).unwrap();
+    assert_eq!(
+        stdout,
+        "[one]\n[two words]\n[\"quoted\"]\n[]\nstdin: line from stdin\nFOO=bar BAZ=x y\n\
+         scratch-ok\ntmpdir-ok\nslot=slot1_1 threads=2 batch=HTCondor\nads-ok\n"
+    );
+    assert_eq!(w.returned("_condor_stderr"), b"to-stderr\n");
+    assert_eq!(w.returned("seen.txt"), b"deeptop");
+    assert_eq!(w.returned("blob_copy.bin"), blob());
+    // only new files and the streams come back
+    assert_eq!(
+        w.outputs(),
+        vec![
+            "_condor_stderr",
+            "_condor_stdout",
+            "blob_copy.bin",
+            "seen.txt"
+        ]
+    );
+    let rec = w.rec.lock().unwrap();
+    assert!(rec.begin.as_ref().unwrap().transfer);
+    assert_eq!(rec.begin.as_ref().unwrap().slot, "slot1_1@exec.test");
+    assert_eq!(rec.updates.first(), Some(&UpdateKind::Executing));
+    drop(rec);
+    assert!(
+        w.execute_is_empty(),
+        "scratch directory and pgid file removed"
+    );
+}
+
+#[test]
+fn transfer_output_list_and_signaled_jobs() {
+    let w = World::new(
+        "outlist",
+        r#"Cmd = "run.sh"; Out = "o"; TransferOutput = "only.txt, outdir, missing.txt""#,
+    );
+    w.script(
+        "run.sh",
+        r#"echo a > only.txt; echo b > other.txt; mkdir -p outdir/in; echo c > outdir/in/f
+echo bye
+kill -USR1 $$"#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(
+        w.exit().outcome,
+        RunOutcome::Signaled {
+            signal: 10,
+            core_dumped: false
+        }
+    );
+    assert_eq!(
+        w.outputs(),
+        vec!["_condor_stdout", "only.txt", "outdir/in/f"]
+    );
+    assert_eq!(w.returned("outdir/in/f"), b"c\n");
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn vacate_sends_the_kill_signal_returns_output_and_reports_evicted() {
+    let w = World::new(
+        "vacate",
+        r#"Cmd = "run.sh"; WhenToTransferOutput = "ON_EXIT_OR_EVICT"; KillSig = "SIGUSR2""#,
+    );
+    w.script(
+        "run.sh",
+        r#"trap 'echo checkpoint > ckpt.txt; exit 0' USR2
+echo started > started.txt
+while :; do sleep 0.1; done"#,
+    );
+    let mut child = w.start(10);
+    w.wait_executing();
+    // usage updates arrive every second
+    wait_for("a usage update", Duration::from_secs(10), || {
+        w.rec.lock().unwrap().updates.contains(&UpdateKind::Usage)
+    });
+    kill(child.id() as i32, "-USR1");
+    wait_for("suspension", Duration::from_secs(10), || {
+        w.rec
+            .lock()
+            .unwrap()
+            .updates
+            .contains(&UpdateKind::Suspended)
+    });
+    kill(child.id() as i32, "-USR2");
+    wait_for("continuation", Duration::from_secs(10), || {
+        w.rec
+            .lock()
+            .unwrap()
+            .updates
+            .contains(&UpdateKind::Unsuspended)
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
+    assert_eq!(w.outputs(), vec!["ckpt.txt", "started.txt"]);
+    assert_eq!(w.returned("ckpt.txt"), b"checkpoint\n");
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn no_process_of_the_job_survives_it() {
+    let w = World::new("background", r#"Cmd = "run.sh""#);
+    // (as root the job runs as `nobody`: give it a place to write)
+    let open_dir = w.dir.join("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let pidfile = open_dir.join("bg.pid");
+    w.script(
+        "run.sh",
+        &format!("sleep 300 &\necho $! > {}\nexit 0", pidfile.display()),
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    let bg = pid_in(&pidfile);
+    wait_for(
+        "the background child to die",
+        Duration::from_secs(5),
+        || !alive(bg),
+    );
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn closing_stdin_kills_the_job() {
+    let w = World::new("eof", r#"Cmd = "run.sh""#);
+    w.script("run.sh", "echo $$ > job.pid\nsleep 300");
+    let mut child = w.start(5);
+    w.wait_executing();
+    let pidfile = w.scratch_of(child.id()).join("job.pid");
+    wait_for("the job's pid", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let job_pid = pid_in(&pidfile);
+    assert!(alive(job_pid));
+    drop(child.stdin.take()); // the startd goes away
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(!alive(job_pid));
+    assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn hard_kill_and_missing_executable() {
+    let w = World::new(
+        "quit",
+        r#"Cmd = "run.sh"; WhenToTransferOutput = "ON_EXIT_OR_EVICT""#,
+    );
+    w.script("run.sh", "echo x > made.txt\nsleep 300");
+    let mut child = w.start(60);
+    w.wait_executing();
+    kill(child.id() as i32, "-QUIT");
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
+    assert!(w.outputs().is_empty(), "no output after a hard kill");
+
+    // a job whose executable is not runnable fails on the starter's side
+    let w = World::new(
+        "noexec",
+        r#"Cmd = "/nonexistent/prog"; TransferExecutable = false"#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Failed { reason, permanent } => {
+            assert!(reason.contains("/nonexistent/prog"), "{reason}");
+            assert!(permanent);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn shared_file_system_runs_in_iwd_without_transfer() {
+    let w = World::new(
+        "shared",
+        r#"Cmd = "run.sh"; ShouldTransferFiles = "NO"; Out = "out.txt"; In = "in.txt""#,
+    );
+    std::fs::write(w.job_dir.join("in.txt"), "from iwd\n").unwrap();
+    // (as root the job runs as `nobody`: it must be able to write in Iwd)
+    std::fs::set_permissions(&w.job_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    w.script("run.sh", "cat; pwd; echo made > made.txt");
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    assert!(!w.rec.lock().unwrap().begin.as_ref().unwrap().transfer);
+    let out = std::fs::read_to_string(w.job_dir.join("out.txt")).unwrap();
+    assert_eq!(out, format!("from iwd\n{}\n", w.job_dir.display()));
+    assert!(w.job_dir.join("made.txt").exists());
+    assert!(w.outputs().is_empty());
+}
+
+#[test]
+fn a_root_starter_never_runs_a_job_as_root() {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return; // a personal starter runs jobs as its own user
+    }
+    let w = World::new(
+        "root",
+        r#"Cmd = "run.sh"; Owner = "root"; UidDomain = "test.domain""#,
+    );
+    w.script("run.sh", "exit 0");
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Failed { reason, permanent } => {
+            assert!(reason.contains("root"), "{reason}");
+            assert!(permanent);
+        }
+        other => panic!("{other:?}"),
+    }
+}
