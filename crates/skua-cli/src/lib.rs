@@ -147,6 +147,30 @@ pub const DAEMON_ROLES: &[&str] = &[
     "starter",
 ];
 
+/// The log filter of a `<SUBSYS>_DEBUG` value: HTCondor's category flags
+/// (`D_FULLDEBUG`, `D_ALL`: debug; other `D_` flags: info), else a
+/// `tracing` filter (`info`, `skua_schedd=debug`...).
+fn log_filter(value: &str) -> String {
+    let tokens: Vec<&str> = value
+        .split(|c: char| c == ',' || c == '|' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if tokens.is_empty() {
+        return "info".into();
+    }
+    if tokens
+        .iter()
+        .any(|t| t.to_ascii_uppercase().starts_with("D_"))
+    {
+        let verbose = tokens.iter().any(|t| {
+            let t = t.to_ascii_uppercase();
+            t.starts_with("D_FULLDEBUG") || t.starts_with("D_ALL")
+        });
+        return if verbose { "debug" } else { "info" }.into();
+    }
+    value.trim().to_string()
+}
+
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
     let cli = SkuadCli::parse();
@@ -172,6 +196,7 @@ pub fn main_skuad() -> ExitCode {
         .knob(&format!("{subsystem}_DEBUG"))
         .ok()
         .flatten()
+        .map(|v| log_filter(&v))
         .or_else(|| std::env::var("SKUA_LOG").ok())
         .unwrap_or_else(|| "info".to_string());
     let _log = match skua_daemon::logging::init(&ctx.log_dir, &subsystem, &filter, 7) {
@@ -287,5 +312,19 @@ async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
             eprintln!("skuad starter: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod log_filter_tests {
+    use super::log_filter;
+
+    #[test]
+    fn htcondor_debug_flags_become_levels() {
+        assert_eq!(log_filter("D_PID"), "info");
+        assert_eq!(log_filter("D_MATCH D_FULLDEBUG"), "debug");
+        assert_eq!(log_filter("D_ALL:2"), "debug");
+        assert_eq!(log_filter(""), "info");
+        assert_eq!(log_filter("skua_schedd=debug"), "skua_schedd=debug");
     }
 }

@@ -234,6 +234,21 @@ impl DaemonContext {
         knob(&self.config, name)
     }
 
+    /// A knob's value only when a configuration file or the environment
+    /// sets it, not HTCondor's built-in default table (whose program paths,
+    /// `$(SBIN)/condor_startd` and the like, do not exist here).
+    pub fn configured_knob(&self, name: &str) -> Result<Option<String>, DaemonError> {
+        let set = self
+            .config
+            .knob(name)
+            .is_some_and(|k| !matches!(k.origin, skua_config::Origin::Default));
+        if set {
+            self.knob(name)
+        } else {
+            Ok(None)
+        }
+    }
+
     /// The transport's server configuration.
     pub fn server_config(&self) -> ServerConfig {
         ServerConfig::new(

@@ -121,8 +121,14 @@ fn check_configuration() -> Result<(), String> {
 fn program_for(ctx: &DaemonContext, name: &str) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let upper = name.to_ascii_uppercase();
     let exe = std::env::current_exe().context("locating skuad")?;
-    let program = ctx.knob(&upper)?.map(PathBuf::from).unwrap_or(exe);
-    let args = match ctx.knob(&format!("{upper}_ARGS"))? {
+    // `STARTD = $(SBIN)/condor_startd` and the like in HTCondor's default
+    // table name programs Skua does not have: only a configured program
+    // replaces `skuad <role>`.
+    let program = ctx
+        .configured_knob(&upper)?
+        .map(PathBuf::from)
+        .unwrap_or(exe);
+    let args = match ctx.configured_knob(&format!("{upper}_ARGS"))? {
         Some(a) => a.split_whitespace().map(str::to_string).collect(),
         None => vec![name.to_ascii_lowercase()],
     };

@@ -273,11 +273,47 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
             Some(j) => job = j,
             None => break,
         }
+        // The starter of the last job exits right after its report: wait
+        // until the slot is idle again before activating it.
+        if let Err(e) = wait_until_idle(&client, &info.claim_id).await {
+            shadows.busy().remove(&job);
+            tracing::info!("claim on {slot}: {e}; releasing it");
+            break;
+        }
         // The slot ad's State is Claimed now; matching uses the rest.
         slot_ad.insert_value("State", "Claimed");
     }
     release(&st, &info.startd_addr, &info.claim_id).await;
     tracing::debug!("released {slot}");
+}
+
+/// Polls the startd until no starter runs under the claim.
+async fn wait_until_idle(client: &Client, claim_id: &str) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + STARTD_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let status: Result<ClaimStatus, _> = client
+            .command(
+                &routes::STARTD_ALIVE,
+                Some(&ClaimAlive {
+                    claim_id: claim_id.to_string(),
+                }),
+            )
+            .await;
+        match status {
+            Ok(s) if s.job_id.is_none() && s.state.eq_ignore_ascii_case("Claimed") => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.code() == skua_proto::ErrorCode::NotFound => {
+                return Err("the startd no longer knows the claim".into())
+            }
+            Err(e) => return Err(format!("the startd does not answer: {e}")),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err("the slot did not become idle".into());
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
 }
 
 /// Runs `job` under the claim. `Err`: the claim is no longer usable.

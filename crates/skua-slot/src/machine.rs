@@ -172,6 +172,9 @@ pub struct Slot {
     next_child: u32,
 }
 
+/// The slot ads' `CondorVersion`.
+pub const CONDOR_VERSION: &str = concat!("$CondorVersion: ", env!("CARGO_PKG_VERSION"), " Skua $");
+
 /// Why a request is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -324,6 +327,22 @@ impl Machine {
             }
         }
         found
+    }
+
+    /// The state of the slot holding claim `id` and the job whose starter
+    /// runs under it (the schedd's keep-alive, `/startd/alive`).
+    pub fn claim_status(&self, id: &str) -> Result<(String, Status, Option<String>), Refusal> {
+        let (i, pending) = self.find_claim(id).ok_or_else(Self::not_found)?;
+        let slot = &self.slots[i];
+        let job = if pending {
+            None
+        } else {
+            slot.claim
+                .as_ref()
+                .and_then(|c| c.job.as_ref())
+                .map(|j| j.job_id.clone())
+        };
+        Ok((slot.name.clone(), slot.status, job))
     }
 
     fn not_found() -> Refusal {
@@ -712,6 +731,11 @@ impl Machine {
         ad.insert_value("FileSystemDomain", f.filesystem_domain.as_str());
         ad.insert_value("UidDomain", f.uid_domain.as_str());
         ad.insert_value("HasFileTransfer", true);
+        // HTCondor's form, with Skua's own version number: condor_submit's
+        // default Requirements read the second word (`split(...)[1]`) and
+        // compare it with HTCondor releases.
+        ad.insert_value("CondorVersion", CONDOR_VERSION);
+        ad.insert_value("CondorPlatform", "$CondorPlatform: X86_64-Linux $");
         ad.insert_value("StartdIpAddr", self.address.as_str());
         ad.insert_value("MyAddress", self.address.as_str());
         ad.insert_value("State", s.status.state.as_str());

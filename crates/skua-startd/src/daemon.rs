@@ -20,8 +20,8 @@ use skua_daemon::{now_secs, DaemonContext};
 use skua_net::routing::post;
 use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{
-    routes, Ack, ActivateRequest, AdUpdate, ClaimReply, ClaimRequest, DeactivateRequest,
-    Invalidate, MatchNotice, ReleaseRequest, StarterSpec,
+    routes, Ack, ActivateRequest, AdUpdate, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
+    DeactivateRequest, Invalidate, MatchNotice, ReleaseRequest, StarterSpec,
 };
 use skua_slot::{Action, Machine, Refusal, StartdConfig};
 use tokio::io::AsyncWriteExt as _;
@@ -38,6 +38,7 @@ pub enum Request {
     Activate(ActivateRequest),
     Deactivate(DeactivateRequest),
     Release(ReleaseRequest),
+    Alive(ClaimAlive),
 }
 
 /// A route's answer.
@@ -45,6 +46,7 @@ pub enum Request {
 pub enum Reply {
     Ack,
     Claim(ClaimReply),
+    Status(ClaimStatus),
 }
 
 /// Everything the loop reacts to.
@@ -106,7 +108,7 @@ async fn claim_route(
 ) -> Result<Json<ClaimReply>, ApiError> {
     match ask(&st, &caller, Request::Claim(req)).await? {
         Reply::Claim(r) => Ok(Json(r)),
-        Reply::Ack => Err(ApiError::internal("no claim reply")),
+        _ => Err(ApiError::internal("no claim reply")),
     }
 }
 
@@ -132,6 +134,17 @@ async fn release_route(
     Json(req): Json<ReleaseRequest>,
 ) -> Result<Json<Ack>, ApiError> {
     ack(&st, &caller, Request::Release(req)).await
+}
+
+async fn alive_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<ClaimAlive>,
+) -> Result<Json<ClaimStatus>, ApiError> {
+    match ask(&st, &caller, Request::Alive(req)).await? {
+        Reply::Status(s) => Ok(Json(s)),
+        _ => Err(ApiError::internal("no claim status")),
+    }
 }
 
 fn api_error(r: Refusal) -> ApiError {
@@ -553,6 +566,18 @@ impl Shell {
                 self.act(actions, now);
                 Ok(Reply::Ack)
             }
+            Request::Alive(a) => {
+                let (slot, status, job_id) = self
+                    .machine
+                    .claim_status(&a.claim_id)
+                    .map_err(|r| refused("keep-alive", r))?;
+                Ok(Reply::Status(ClaimStatus {
+                    slot,
+                    state: status.state.as_str().to_string(),
+                    activity: status.activity.as_str().to_string(),
+                    job_id,
+                }))
+            }
             Request::Release(r) => {
                 let actions = self
                     .machine
@@ -633,6 +658,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::STARTD_ACTIVATE, post(activate_route))
         .command(&routes::STARTD_DEACTIVATE, post(deactivate_route))
         .command(&routes::STARTD_RELEASE, post(release_route))
+        .command(&routes::STARTD_ALIVE, post(alive_route))
         .with_state(Shared {
             events: events_tx.clone(),
         });
