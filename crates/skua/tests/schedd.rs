@@ -14,6 +14,8 @@ use common::*;
 fn schedd_fast() -> Vec<(&'static str, &'static str)> {
     let mut env = fast();
     env.push(("_CONDOR_PERIODIC_EXPR_INTERVAL", "1"));
+    // The queue alone: no negotiator or startd to run the jobs.
+    env.push(("_CONDOR_DAEMON_LIST", "MASTER, COLLECTOR, SCHEDD"));
     env
 }
 

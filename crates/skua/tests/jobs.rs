@@ -1,0 +1,280 @@
+//! Jobs run: a whole personal pool (collector, negotiator, schedd, startd,
+//! starters) driven through `skua` as a user would, on loopback, with
+//! short intervals from `_CONDOR_` settings.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use common::{alive, fast, kill, pids_of, wait_for, Pool};
+
+fn jobs_env(cpus: &str) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&'static str, String)> = fast()
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+    env.push(("_CONDOR_NUM_CPUS", cpus.to_string()));
+    env.push(("_CONDOR_ALIVE_INTERVAL", "1".into()));
+    env.push(("_CONDOR_NEGOTIATOR_INTERVAL", "2".into()));
+    env.push(("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0".into()));
+    env.push(("_CONDOR_STARTER_UPDATE_INTERVAL", "1".into()));
+    env
+}
+
+fn start_pool(name: &str, cpus: &str) -> Pool {
+    let env = jobs_env(cpus);
+    let refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut pool = Pool::new(name, &refs);
+    pool.start();
+    let want = cpus.parse::<usize>().unwrap();
+    wait_for("the slots", Duration::from_secs(30), || {
+        pool.skua(&["status", "-af", "Name"])
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+            == want
+    });
+    pool
+}
+
+fn script(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
+    std::fs::write(dir.join("job.sub"), text).unwrap();
+    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    assert!(
+        out.status.success(),
+        "submit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split("cluster ")
+        .nth(1)
+        .and_then(|r| r.trim().strip_suffix('.'))
+        .unwrap()
+        .to_string()
+}
+
+/// Waits until no job of the queue is left.
+fn wait_empty(pool: &Pool, secs: u64) {
+    wait_for("the queue to empty", Duration::from_secs(secs), || {
+        pool.skua(&["q", "-allusers", "-af", "ClusterId"])
+            .stdout
+            .is_empty()
+    });
+}
+
+fn history(pool: &Pool, attrs: &[&str]) -> Vec<String> {
+    let mut args = vec!["history", "-af"];
+    args.extend_from_slice(attrs);
+    let mut lines: Vec<String> = pool.ok(&args).lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_cluster_runs_with_its_files_moved_both_ways() {
+    let pool = start_pool("transfer", "4");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(work.join("data/nested")).unwrap();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+    std::fs::write(work.join("blob.bin"), &binary).unwrap();
+    std::fs::write(work.join("data/nested/deep.txt"), "deep\n").unwrap();
+    script(
+        &work,
+        "job.sh",
+        "#!/bin/sh\n\
+         set -e\n\
+         cmp blob.bin blob.bin\n\
+         cat data/nested/deep.txt\n\
+         mkdir -p made\n\
+         cp blob.bin copy.bin\n\
+         echo \"job $1\" > \"result.$1\"\n\
+         echo to-stderr >&2\n\
+         exit $2\n",
+    );
+    let cluster = submit(
+        &pool,
+        &work,
+        "executable = job.sh\n\
+         arguments = $(Process) $(Process)\n\
+         transfer_input_files = blob.bin, data\n\
+         should_transfer_files = YES\n\
+         when_to_transfer_output = ON_EXIT\n\
+         output = out.$(Process)\n\
+         error = err.$(Process)\n\
+         log = job.log\n\
+         queue 6\n",
+    );
+    wait_empty(&pool, 60);
+    for p in 0..6 {
+        let out = std::fs::read_to_string(work.join(format!("out.{p}"))).unwrap();
+        assert_eq!(out, "deep\n", "stdout of job {p}");
+        let err = std::fs::read_to_string(work.join(format!("err.{p}"))).unwrap();
+        assert_eq!(err, "to-stderr\n");
+        let result = std::fs::read_to_string(work.join(format!("result.{p}"))).unwrap();
+        assert_eq!(result, format!("job {p}\n"));
+    }
+    // New output files come back byte for byte; unchanged inputs do not.
+    assert_eq!(std::fs::read(work.join("copy.bin")).unwrap(), binary);
+    let rows = history(&pool, &["ProcId", "ExitCode", "JobStatus", "NumJobStarts"]);
+    let expect: Vec<String> = (0..6).map(|p| format!("{p} {p} 4 1")).collect();
+    assert_eq!(rows, expect, "{}", pool.logs());
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    for p in 0..6 {
+        let id = format!("({cluster:0>3}.{p:03}.000)");
+        for code in ["000", "001", "005"] {
+            assert!(
+                log.contains(&format!("{code} {id}")),
+                "event {code} of {id} missing:\n{log}"
+            );
+        }
+    }
+    assert!(log.contains("(1) Normal termination (return value 5)"));
+}
+
+#[test]
+fn signals_rank_and_an_unmatchable_job() {
+    let pool = start_pool("rank", "3");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // Rank: the job prefers slot 3. It kills itself with a signal.
+    script(&work, "kill.sh", "#!/bin/sh\nkill -9 $$\n");
+    submit(
+        &pool,
+        &work,
+        "executable = kill.sh\n\
+         rank = TARGET.SlotID == 3\n\
+         queue\n",
+    );
+    wait_empty(&pool, 60);
+    let rows = history(&pool, &["ExitBySignal", "ExitSignal", "LastRemoteHost"]);
+    assert_eq!(rows.len(), 1);
+    assert!(
+        rows[0].starts_with("true 9 slot3@"),
+        "{rows:?}\n{}",
+        pool.logs()
+    );
+
+    // A job no slot can take stays Idle, and -better-analyze says why.
+    let cluster = submit(
+        &pool,
+        &work,
+        "executable = /bin/true\nrequest_memory = 100000000\nqueue\n",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let st = pool.ok(&["q", &cluster, "-af", "JobStatus"]);
+    assert_eq!(st.trim(), "1");
+    let why = pool.ok(&["q", "-better-analyze", &format!("{cluster}.0")]);
+    assert!(why.contains("TARGET.Memory >= RequestMemory"), "{why}");
+    let clause = why
+        .lines()
+        .find(|l| l.starts_with('[') && l.contains("TARGET.Memory >= RequestMemory"))
+        .unwrap();
+    assert!(
+        clause.contains("  0  "),
+        "no slot has that memory: {clause}"
+    );
+    assert!(
+        why.contains("3 are rejected by your job's requirements"),
+        "{why}"
+    );
+    assert!(why.contains("0 are able to run your job"), "{why}");
+}
+
+#[test]
+fn a_killed_starter_puts_the_job_back_and_it_completes() {
+    let pool = start_pool("starterkill", "1");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // The job may run as an unprivileged account: its marks go in a
+    // directory anyone may write.
+    let marks = work.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    script(
+        &work,
+        "run.sh",
+        "#!/bin/sh\nif [ -e marks/second ]; then exit 0; fi\ntouch marks/second\nsleep 60\n",
+    );
+    submit(
+        &pool,
+        &work,
+        "executable = run.sh\n\
+         should_transfer_files = NO\n\
+         log = job.log\n\
+         queue\n",
+    );
+    wait_for("a starter", Duration::from_secs(30), || {
+        !pids_of(&pool, "starter").is_empty() && marks.join("second").exists()
+    });
+    for pid in pids_of(&pool, "starter") {
+        kill(pid, "-KILL");
+    }
+    wait_empty(&pool, 60);
+    let rows = history(&pool, &["NumJobStarts", "ExitCode", "NumShadowExceptions"]);
+    assert_eq!(rows, vec!["2 0 1".to_string()], "{}", pool.logs());
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    assert!(log.contains("Job was evicted"), "{log}");
+    // No process of the killed run survives.
+    assert!(pids_of(&pool, "starter").iter().all(|p| !alive(*p)));
+}
+
+#[test]
+fn claims_keep_the_queue_flowing_without_negotiator_and_collector() {
+    let pool = start_pool("reuse", "2");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    submit(
+        &pool,
+        &work,
+        "executable = /bin/sleep\narguments = 1\nqueue 8\n",
+    );
+    wait_for("two running jobs", Duration::from_secs(30), || {
+        pool.skua(&["q", "-run", "-af", "ClusterId"])
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+            == 2
+    });
+    pool.ok(&["off", "negotiator"]);
+    pool.ok(&["off", "collector"]);
+    wait_empty(&pool, 60);
+    let rows = history(&pool, &["ExitCode", "NumJobStarts"]);
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|r| r == "0 1"), "{rows:?}");
+}
+
+#[test]
+fn removing_a_running_job_stops_it() {
+    let pool = start_pool("rmrun", "1");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let cluster = submit(
+        &pool,
+        &work,
+        "executable = /bin/sleep\narguments = 300\nlog = job.log\nqueue\n",
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        pool.skua(&["q", &cluster, "-af", "JobStatus"]).stdout == b"2\n"
+    });
+    pool.ok(&["rm", &cluster]);
+    wait_empty(&pool, 30);
+    wait_for("the starter to go", Duration::from_secs(10), || {
+        pids_of(&pool, "starter").is_empty()
+    });
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    assert!(log.contains("Job was aborted"), "{log}");
+    let rows = history(&pool, &["JobStatus"]);
+    assert_eq!(rows, vec!["3".to_string()]);
+}
