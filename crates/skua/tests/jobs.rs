@@ -230,6 +230,35 @@ fn a_killed_starter_puts_the_job_back_and_it_completes() {
 }
 
 #[test]
+fn a_killed_startd_puts_the_job_back_and_it_completes() {
+    let pool = start_pool("startdkill", "1");
+    let work = pool.home.join("work");
+    let marks = work.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    script(
+        &work,
+        "run.sh",
+        "#!/bin/sh\nif [ -e marks/second ]; then exit 0; fi\ntouch marks/second\nsleep 60\n",
+    );
+    submit(
+        &pool,
+        &work,
+        "executable = run.sh\nshould_transfer_files = NO\nlog = job.log\nqueue\n",
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        marks.join("second").exists()
+    });
+    let startds = pids_of(&pool, "startd");
+    assert_eq!(startds.len(), 1);
+    kill(startds[0], "-KILL");
+    // The master starts a new startd; the job runs again and completes.
+    wait_empty(&pool, 90);
+    let rows = history(&pool, &["NumJobStarts", "ExitCode"]);
+    assert_eq!(rows, vec!["2 0".to_string()], "{}", pool.logs());
+}
+
+#[test]
 fn claims_keep_the_queue_flowing_without_negotiator_and_collector() {
     let pool = start_pool("reuse", "2");
     let work = pool.home.join("work");

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Throughput benchmark of a personal pool: 16 slots (NUM_CPUS overcommit),
+# three workloads, each one cluster, timed from the submit to the moment
+# the last job has left the queue:
+#   1. N trivial jobs (/bin/true);
+#   2. N trivial jobs, each with its standard output transferred back;
+#   3. 200 jobs of `sleep 1` (ideal: 200 / 16 slots = 12.5 -> 13 s).
+# Usage: scripts/bench_jobs.sh [BIN_DIR] [N]   (defaults: target/release 1000)
+set -eu
+BIN=$(cd "${1:-target/release}" && pwd)
+N=${2:-1000}
+SKUA="$BIN/skua"
+[ -x "$SKUA" ] && [ -x "$BIN/skuad" ] || { echo "build first: cargo build --release --workspace" >&2; exit 2; }
+
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/skua-bench.XXXXXX")
+chmod 755 "$DIR"
+export SKUA_CONFIG="$DIR/pool/skua_config"
+cleanup() { "$SKUA" pool stop --dir "$DIR/pool" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
+trap cleanup EXIT INT TERM
+
+_CONDOR_NUM_CPUS=16 _CONDOR_NEGOTIATOR_CYCLE_DELAY=0 _CONDOR_NEGOTIATOR_INTERVAL=5 \
+    "$SKUA" pool start --dir "$DIR/pool" >/dev/null
+i=0
+until [ "$("$SKUA" status -af Name 2>/dev/null | wc -l)" -ge 16 ]; do
+    i=$((i + 1)); [ $i -lt 200 ] || { echo "the slots did not appear" >&2; exit 1; }
+    sleep 0.1
+done
+mkdir -p "$DIR/work/out"
+cd "$DIR/work"
+
+now() { date +%s.%N; }
+
+# run NAME SUBMIT-TEXT COUNT: prints the elapsed time and the rate.
+run() {
+    printf '%s' "$2" > job.sub
+    t0=$(now)
+    cluster=$("$SKUA" submit job.sub | sed -n 's/.*cluster \([0-9]*\)\./\1/p')
+    while [ -n "$("$SKUA" q "$cluster" -af ProcId | head -1)" ]; do
+        sleep 0.05
+    done
+    t1=$(now)
+    held=$("$SKUA" history "$cluster" -af ExitCode | grep -vc '^0$' || true)
+    echo "$1" "$3" "$t0" "$t1" "$held" | awk '{ d = $4 - $3; printf "%-40s %6d jobs  %8.2f s  %8.1f jobs/s  (%d not exit 0)\n", $1, $2, d, $2 / d, $5 }'
+}
+
+echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN"
+run "trivial (/bin/true)" "executable = /bin/true
+transfer_executable = false
+should_transfer_files = YES
+queue $N
+" "$N"
+run "trivial, stdout transferred back" "executable = /bin/echo
+transfer_executable = false
+arguments = job \$(Process)
+output = out/\$(Process).out
+should_transfer_files = YES
+queue $N
+" "$N"
+run "sleep 1 (ideal 13 s)" "executable = /bin/sleep
+transfer_executable = false
+arguments = 1
+should_transfer_files = YES
+queue 200
+" 200
