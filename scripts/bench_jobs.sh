@@ -40,13 +40,14 @@ run() {
     done
     t1=$(now)
     held=$("$SKUA" history "$cluster" -af ExitCode | grep -vc '^0$' || true)
-    echo "$1" "$3" "$t0" "$t1" "$held" | awk '{ d = $4 - $3; printf "%-40s %6d jobs  %8.2f s  %8.1f jobs/s  (%d not exit 0)\n", $1, $2, d, $2 / d, $5 }'
+    echo "$3" "$t0" "$t1" "$held" | awk -v name="$1" '{ d = $3 - $2; printf "%-34s %6d jobs  %8.2f s  %8.1f jobs/s  (%d not exit 0)\n", name, $1, d, $1 / d, $4 }'
 }
 
 echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN"
 run "trivial (/bin/true)" "executable = /bin/true
 transfer_executable = false
 should_transfer_files = YES
+request_disk = 1024
 queue $N
 " "$N"
 run "trivial, stdout transferred back" "executable = /bin/echo
@@ -54,11 +55,13 @@ transfer_executable = false
 arguments = job \$(Process)
 output = out/\$(Process).out
 should_transfer_files = YES
+request_disk = 1024
 queue $N
 " "$N"
 run "sleep 1 (ideal 13 s)" "executable = /bin/sleep
 transfer_executable = false
 arguments = 1
 should_transfer_files = YES
+request_disk = 1024
 queue 200
 " 200
