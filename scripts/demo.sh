@@ -55,6 +55,7 @@ output                  = out/count.$(Process).out
 error                   = out/count.$(Process).err
 log                     = count.log
 request_memory          = 64
+request_disk            = 10240
 queue 8
 SUB
 mkdir -p out

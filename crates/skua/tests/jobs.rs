@@ -113,6 +113,7 @@ fn a_cluster_runs_with_its_files_moved_both_ways() {
          output = out.$(Process)\n\
          error = err.$(Process)\n\
          log = job.log\n\
+         request_disk = 1024\n\
          queue 6\n",
     );
     wait_empty(&pool, 60);
@@ -154,6 +155,7 @@ fn signals_rank_and_an_unmatchable_job() {
         &work,
         "executable = kill.sh\n\
          rank = TARGET.SlotID == 3\n\
+         request_disk = 1024\n\
          queue\n",
     );
     wait_empty(&pool, 60);
@@ -169,7 +171,7 @@ fn signals_rank_and_an_unmatchable_job() {
     let cluster = submit(
         &pool,
         &work,
-        "executable = /bin/true\nrequest_memory = 100000000\nqueue\n",
+        "executable = /bin/true\nrequest_disk = 1024\nrequest_memory = 100000000\nqueue\n",
     );
     std::thread::sleep(Duration::from_secs(3));
     let st = pool.ok(&["q", &cluster, "-af", "JobStatus"]);
@@ -212,6 +214,7 @@ fn a_killed_starter_puts_the_job_back_and_it_completes() {
         "executable = run.sh\n\
          should_transfer_files = NO\n\
          log = job.log\n\
+         request_disk = 1024\n\
          queue\n",
     );
     wait_for("a starter", Duration::from_secs(30), || {
@@ -244,7 +247,7 @@ fn a_killed_startd_puts_the_job_back_and_it_completes() {
     submit(
         &pool,
         &work,
-        "executable = run.sh\nshould_transfer_files = NO\nlog = job.log\nqueue\n",
+        "executable = run.sh\nshould_transfer_files = NO\nlog = job.log\nrequest_disk = 1024\nqueue\n",
     );
     wait_for("the job to run", Duration::from_secs(30), || {
         marks.join("second").exists()
@@ -266,7 +269,7 @@ fn claims_keep_the_queue_flowing_without_negotiator_and_collector() {
     submit(
         &pool,
         &work,
-        "executable = /bin/sleep\narguments = 1\nqueue 8\n",
+        "executable = /bin/sleep\narguments = 1\nrequest_disk = 1024\nqueue 8\n",
     );
     wait_for("two running jobs", Duration::from_secs(30), || {
         pool.skua(&["q", "-run", "-af", "ClusterId"])
@@ -292,7 +295,7 @@ fn removing_a_running_job_stops_it() {
     let cluster = submit(
         &pool,
         &work,
-        "executable = /bin/sleep\narguments = 300\nlog = job.log\nqueue\n",
+        "executable = /bin/sleep\narguments = 300\nlog = job.log\nrequest_disk = 1024\nqueue\n",
     );
     wait_for("the job to run", Duration::from_secs(30), || {
         pool.skua(&["q", &cluster, "-af", "JobStatus"]).stdout == b"2\n"
