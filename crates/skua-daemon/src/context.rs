@@ -99,6 +99,30 @@ pub fn parse_sinful(address: &str) -> Result<SocketAddr, DaemonError> {
         .map_err(|_| DaemonError::Net(format!("{address:?} is not an address (<ip:port>)")))
 }
 
+/// A client for the daemon at `address` (`<ip:port>`), presenting `token`:
+/// plain TCP to a loopback address, TLS trusting `ca_pem` otherwise. For
+/// callers that read the CA once and dial many daemons (the schedd's
+/// shadows); [`DaemonContext::client_at`] reads it from the configuration.
+pub fn client_at(
+    address: &str,
+    token: Option<String>,
+    ca_pem: Option<String>,
+    timeout: Duration,
+) -> Result<Client, DaemonError> {
+    let addr = parse_sinful(address)?;
+    let endpoint = if addr.ip().is_loopback() {
+        Endpoint::Tcp(addr)
+    } else {
+        let Some(pem) = ca_pem else {
+            return Err(DaemonError::Config(format!(
+                "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
+            )));
+        };
+        Endpoint::Tls(addr, pem)
+    };
+    Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+}
+
 /// Where a daemon is found, read from the configuration once (so it can
 /// move between threads; the configuration itself cannot).
 #[derive(Clone, Debug)]
@@ -131,6 +155,17 @@ impl Locator {
             return Ok(Endpoint::Unix(self.socket.clone()));
         }
         self.network_endpoint()
+    }
+
+    /// A client of the daemon at [`Locator::endpoint`], presenting `token`
+    /// only over the network (on the Unix socket the kernel vouches).
+    pub fn client(&self, token: Option<String>, timeout: Duration) -> Result<Client, DaemonError> {
+        let endpoint = self.endpoint()?;
+        let token = match endpoint {
+            Endpoint::Unix(_) => None,
+            _ => token,
+        };
+        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
     }
 
     /// How any client reaches the daemon over the network (TCP at
@@ -271,12 +306,7 @@ impl DaemonContext {
     /// A client for another daemon of the pool (its socket if local, else
     /// TCP with this daemon's token).
     pub fn client_for(&self, subsystem: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        let endpoint = daemon_endpoint(&self.config, subsystem)?;
-        let token = match endpoint {
-            Endpoint::Unix(_) => None,
-            _ => self.daemon_token.clone(),
-        };
-        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+        Locator::new(&self.config, subsystem)?.client(self.daemon_token.clone(), timeout)
     }
 
     /// A client for the daemon at `address` (HTCondor's sinful string
@@ -284,21 +314,13 @@ impl DaemonContext {
     /// with this daemon's token: plain TCP to a loopback address, TLS
     /// (trusting `AUTH_SSL_CLIENT_CAFILE`) otherwise.
     pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        let addr = parse_sinful(address)?;
-        let endpoint = if addr.ip().is_loopback() {
-            Endpoint::Tcp(addr)
-        } else {
-            let Some(ca) = self.knob("AUTH_SSL_CLIENT_CAFILE")? else {
-                return Err(DaemonError::Config(format!(
-                    "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
-                )));
-            };
-            let pem =
-                std::fs::read_to_string(&ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?;
-            Endpoint::Tls(addr, pem)
+        let ca_pem = match self.knob("AUTH_SSL_CLIENT_CAFILE")? {
+            Some(ca) => Some(
+                std::fs::read_to_string(&ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?,
+            ),
+            None => None,
         };
-        Client::new(endpoint, self.daemon_token.clone(), timeout)
-            .map_err(|e| DaemonError::Net(e.to_string()))
+        client_at(address, self.daemon_token.clone(), ca_pem, timeout)
     }
 
     /// The TCP listener of this daemon: `listen_addr(port)`, with TLS

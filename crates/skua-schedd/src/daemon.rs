@@ -409,21 +409,10 @@ fn counts_ads(
 
 /// Asks the negotiator for a cycle (condor_reschedule); best effort.
 async fn ask_for_cycle(locator: skua_daemon::context::Locator, token: Option<String>) {
-    let endpoint = match locator.endpoint() {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::debug!("no negotiator to ask for a cycle: {e}");
-            return;
-        }
-    };
-    let token = match endpoint {
-        skua_net::Endpoint::Unix(_) => None,
-        _ => token,
-    };
-    let client = match skua_net::Client::new(endpoint, token, Duration::from_secs(10)) {
+    let client = match locator.client(token, Duration::from_secs(10)) {
         Ok(c) => c,
         Err(e) => {
-            tracing::debug!("asking the negotiator for a cycle: {e}");
+            tracing::debug!("no negotiator to ask for a cycle: {e}");
             return;
         }
     };

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use classad::{parse_ad, ClassAd};
 use skua_daemon::now_secs;
-use skua_net::{ApiError, Body, Client, Endpoint, HeaderMap, Json, Response, State};
+use skua_net::{ApiError, Body, Client, HeaderMap, Json, Response, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, BeginReply, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
     DeactivateRequest, InputFileRequest, JobExit, JobUpdate, MatchInfo, Matches, OutputFileMeta,
@@ -66,20 +66,8 @@ pub(crate) struct Dialer {
 
 impl Dialer {
     fn client(&self, address: &str, timeout: Duration) -> Result<Client, String> {
-        let addr = skua_daemon::context::parse_sinful(address).map_err(|e| e.to_string())?;
-        let endpoint = if addr.ip().is_loopback() {
-            Endpoint::Tcp(addr)
-        } else {
-            match &self.ca_pem {
-                Some(pem) => Endpoint::Tls(addr, pem.clone()),
-                None => {
-                    return Err(format!(
-                        "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
-                    ))
-                }
-            }
-        };
-        Client::new(endpoint, self.token.clone(), timeout).map_err(|e| e.to_string())
+        skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -370,36 +358,18 @@ async fn run_one(
         .await;
     if let Err(e) = activated {
         shadows.runs().remove(&info.claim_id);
-        let reason = format!("the startd of {slot} did not start the job: {e}");
-        end_run(
+        return Err(run_lost(
             st,
             job,
-            RunEnd::Failed {
-                reason: reason.clone(),
-                hold_code: 0,
-                permanent: false,
-            },
+            format!("the startd of {slot} did not start the job: {e}"),
         )
-        .await;
-        return Err(reason);
+        .await);
     }
     let result = watch_run(st, client, info, job, done_rx, vacate).await;
     shadows.runs().remove(&info.claim_id);
     match result {
         RunResult::Reported => Ok(()),
-        RunResult::Lost(reason) => {
-            end_run(
-                st,
-                job,
-                RunEnd::Failed {
-                    reason: reason.clone(),
-                    hold_code: 0,
-                    permanent: false,
-                },
-            )
-            .await;
-            Err(reason)
-        }
+        RunResult::Lost(reason) => Err(run_lost(st, job, reason).await),
     }
 }
 
@@ -459,6 +429,18 @@ async fn watch_run(
             }
         }
     }
+}
+
+/// The run failed outside the job (a retry may help): records it and
+/// gives the reason back.
+async fn run_lost(st: &Shared, job: JobId, reason: String) -> String {
+    let end = RunEnd::Failed {
+        reason: reason.clone(),
+        hold_code: 0,
+        permanent: false,
+    };
+    end_run(st, job, end).await;
+    reason
 }
 
 async fn end_run(st: &Shared, job: JobId, end: RunEnd) {

@@ -193,30 +193,37 @@ fn signals_rank_and_an_unmatchable_job() {
     assert!(why.contains("0 are able to run your job"), "{why}");
 }
 
-#[test]
-fn a_killed_starter_puts_the_job_back_and_it_completes() {
-    let pool = start_pool("starterkill", "1");
-    let work = pool.home.join("work");
-    std::fs::create_dir_all(&work).unwrap();
+/// Submits a job (shared file system, log `job.log`) that sleeps a minute
+/// on its first run and exits 0 on its second; returns the directory
+/// where its first run leaves the mark `second`.
+fn submit_sleeper_that_ends_on_its_second_run(pool: &Pool, work: &Path) -> std::path::PathBuf {
     // The job may run as an unprivileged account: its marks go in a
     // directory anyone may write.
     let marks = work.join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
     script(
-        &work,
+        work,
         "run.sh",
         "#!/bin/sh\nif [ -e marks/second ]; then exit 0; fi\ntouch marks/second\nsleep 60\n",
     );
     submit(
-        &pool,
-        &work,
+        pool,
+        work,
         "executable = run.sh\n\
          should_transfer_files = NO\n\
          log = job.log\n\
          request_disk = 1024\n\
          queue\n",
     );
+    marks
+}
+
+#[test]
+fn a_killed_starter_puts_the_job_back_and_it_completes() {
+    let pool = start_pool("starterkill", "1");
+    let work = pool.home.join("work");
+    let marks = submit_sleeper_that_ends_on_its_second_run(&pool, &work);
     wait_for("a starter", Duration::from_secs(30), || {
         !pids_of(&pool, "starter").is_empty() && marks.join("second").exists()
     });
@@ -236,19 +243,7 @@ fn a_killed_starter_puts_the_job_back_and_it_completes() {
 fn a_killed_startd_puts_the_job_back_and_it_completes() {
     let pool = start_pool("startdkill", "1");
     let work = pool.home.join("work");
-    let marks = work.join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
-    script(
-        &work,
-        "run.sh",
-        "#!/bin/sh\nif [ -e marks/second ]; then exit 0; fi\ntouch marks/second\nsleep 60\n",
-    );
-    submit(
-        &pool,
-        &work,
-        "executable = run.sh\nshould_transfer_files = NO\nlog = job.log\nrequest_disk = 1024\nqueue\n",
-    );
+    let marks = submit_sleeper_that_ends_on_its_second_run(&pool, &work);
     wait_for("the job to run", Duration::from_secs(30), || {
         marks.join("second").exists()
     });
