@@ -564,7 +564,10 @@ fn is_plain_identifier(name: &str) -> bool {
 /// - a real within the last unit of the largest double prints with 16
 ///   digits, which reads back as infinity;
 /// - a relative time is printed in whole seconds and in 32 bits;
-/// - a minus sign before a postfix chain starting with a number.
+/// - a minus sign before a postfix chain starting with a number;
+/// - a minus sign before a negated integer zero (`- -0` reads back as
+///   `-(0)` and prints ` -0`, which reads back as `0`: the same value, but
+///   the canonical text settles only after a second round).
 fn starts_with_number(e: &Expr) -> bool {
     match e {
         Expr::Lit(classad::Value::Int(_) | classad::Value::Real(_)) => true,
@@ -593,6 +596,9 @@ fn reference_quirk(e: &Expr) -> bool {
         Expr::Unary(UnOp::Neg, a)
             if !matches!(**a, Expr::Lit(_) | Expr::Unary(..)) && starts_with_number(a) =>
         {
+            true
+        }
+        Expr::Unary(UnOp::Neg, a) if matches!(&**a, Expr::Unary(UnOp::Neg, b) if matches!(**b, Expr::Lit(Value::Int(0)))) => {
             true
         }
         Expr::Unary(_, a) | Expr::Paren(a) => reference_quirk(a),

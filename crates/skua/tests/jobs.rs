@@ -264,15 +264,24 @@ fn claims_keep_the_queue_flowing_without_negotiator_and_collector() {
     submit(
         &pool,
         &work,
-        "executable = /bin/sleep\narguments = 1\nrequest_disk = 1024\nqueue 8\n",
+        "executable = /bin/sleep\narguments = 2\nrequest_disk = 1024\nqueue 8\n",
     );
-    wait_for("two running jobs", Duration::from_secs(30), || {
-        pool.skua(&["q", "-run", "-af", "ClusterId"])
-            .stdout
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count()
-            == 2
+    // Both slots have been claimed once a job has run (or is running) on
+    // each: sampling for two jobs running at the same instant would race
+    // with the short jobs' turnover.
+    wait_for("jobs on both slots", Duration::from_secs(60), || {
+        let mut hosts: Vec<String> = Vec::new();
+        for out in [
+            pool.skua(&["q", "-allusers", "-af", "RemoteHost", "LastRemoteHost"]),
+            pool.skua(&["history", "-af", "RemoteHost", "LastRemoteHost"]),
+        ] {
+            for word in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                if word.contains('@') && !hosts.iter().any(|h| h == word) {
+                    hosts.push(word.to_string());
+                }
+            }
+        }
+        hosts.len() == 2
     });
     pool.ok(&["off", "negotiator"]);
     pool.ok(&["off", "collector"]);
