@@ -192,6 +192,7 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
             claim_id: claim_id.clone(),
             submitter: m.submitter.clone(),
             schedd_addr: schedd_addr.clone(),
+            preempting: false,
         };
         let told = match ctx.client_at(&startd_addr, CALL_TIMEOUT) {
             Ok(c) => c
@@ -213,6 +214,7 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
                 slot,
                 slot_ad: m.slot_ad.to_string(),
                 startd_addr,
+                preempting: false,
             });
     }
     for (submitter, matches) in for_schedd {

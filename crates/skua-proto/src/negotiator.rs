@@ -52,6 +52,11 @@ pub struct MatchInfo {
     pub slot_ad: String,
     /// The startd's address (`<ip:port>`).
     pub startd_addr: String,
+    /// The slot was claimed by someone else and is being preempted for
+    /// this match: the startd answers the claim request `Unavailable`
+    /// until the preempted job is gone, and the schedd retries.
+    #[serde(default)]
+    pub preempting: bool,
 }
 
 /// `POST /schedd/matches` (NEGOTIATOR): matches for one submitter.

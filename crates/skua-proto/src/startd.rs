@@ -13,6 +13,17 @@ use serde::{Deserialize, Serialize};
 /// to `claim_id`; it goes back to Unclaimed if no claim arrives within
 /// `MATCH_TIMEOUT` seconds. Refused with `Conflict` when the slot is not
 /// Unclaimed (the match is stale).
+///
+/// With `preempting` the slot is Claimed and the new match preempts its
+/// claim (rank or priority preemption). The startd accepts it unless the
+/// slot is already being preempted (`Conflict`), keeps `claim_id` pending,
+/// and ends the current claim through its policy: the running job may
+/// retire for up to `MaxJobRetirementTime`, is then vacated (its kill
+/// signal, `MachineMaxVacateTime` seconds, then a hard kill), the old
+/// claim is gone (its schedd sees the run end as evicted), and the slot
+/// becomes Matched to `claim_id`, `MATCH_TIMEOUT` counted from then. A
+/// [`ClaimRequest`] for the pending claim before that is answered
+/// `Unavailable` ("being preempted"): the schedd retries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchNotice {
     /// The slot's `Name` (`slot1@host`; a partitionable slot's own name).
@@ -23,6 +34,9 @@ pub struct MatchNotice {
     pub submitter: String,
     /// The schedd's address (`<ip:port>`).
     pub schedd_addr: String,
+    /// The slot is Claimed and this match preempts its current claim.
+    #[serde(default)]
+    pub preempting: bool,
 }
 
 /// `POST /startd/claim` (DAEMON): the schedd claims the slot matched under

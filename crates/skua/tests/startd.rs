@@ -233,6 +233,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
                 claim_id: CLAIM.into(),
                 submitter: "alice@test".into(),
                 schedd_addr: "<127.0.0.1:1>".into(),
+                preempting: false,
             }),
         ))
         .unwrap();
@@ -254,6 +255,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
                 claim_id: "startd-test-claim-another-0000000".into(),
                 submitter: "bob@test".into(),
                 schedd_addr: "<127.0.0.1:1>".into(),
+                preempting: false,
             }),
         ))
         .unwrap_err();
