@@ -31,6 +31,8 @@ use crate::sandbox::{self, InputPlan};
 
 /// Timeout of a call to a startd.
 const STARTD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a claim on a slot being preempted for us is asked again.
+const PREEMPTED_CLAIM_RETRY: Duration = Duration::from_secs(1);
 
 /// How a run ended, as the claim task learns it.
 #[derive(Debug)]
@@ -217,16 +219,26 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
         release(&st, &info.startd_addr, &info.claim_id).await;
         return;
     };
-    let claimed: Result<ClaimReply, _> = client
-        .command(
-            &routes::STARTD_CLAIM,
-            Some(&ClaimRequest {
-                claim_id: info.claim_id.clone(),
-                job_ad: first_ad.to_string(),
-                schedd_addr: addr.clone(),
-            }),
-        )
-        .await;
+    let request = ClaimRequest {
+        claim_id: info.claim_id.clone(),
+        job_ad: first_ad.to_string(),
+        schedd_addr: addr.clone(),
+    };
+    let mut claimed: Result<ClaimReply, _> =
+        client.command(&routes::STARTD_CLAIM, Some(&request)).await;
+    // A slot being preempted for this match answers Unavailable until its
+    // old job is gone (retirement, then vacate): ask again until it is
+    // ready or refuses for good.
+    while claimed
+        .as_ref()
+        .err()
+        .and_then(|e| e.remote())
+        .is_some_and(|b| b.code == skua_proto::ErrorCode::Unavailable)
+    {
+        tracing::debug!("{} is being preempted for job {first}; waiting", info.slot);
+        tokio::time::sleep(PREEMPTED_CLAIM_RETRY).await;
+        claimed = client.command(&routes::STARTD_CLAIM, Some(&request)).await;
+    }
     let (slot, mut slot_ad) = match claimed {
         Ok(r) => {
             let ad = parse_ad(&r.slot_ad).unwrap_or(slot_ad);
