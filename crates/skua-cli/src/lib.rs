@@ -184,6 +184,19 @@ pub fn main_skuad() -> ExitCode {
         return ExitCode::from(2);
     }
     let subsystem = role.to_ascii_uppercase();
+    if role == "master" {
+        match pool_cmd::personal_pool_without_config() {
+            Ok(Some(dir)) => eprintln!(
+                "skuad master: no configuration file found; running the personal pool in {}",
+                dir.display()
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("skuad master: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     // An invalid configuration stops the daemon before it starts.
     let ctx = match skua_daemon::DaemonContext::load(&subsystem) {
         Ok(c) => c,

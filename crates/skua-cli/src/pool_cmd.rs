@@ -325,9 +325,11 @@ fn answers(config: &skua_config::Config, subsystem: &str, rt: &tokio::runtime::R
     }
 }
 
-fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
-    let dir = pool_dir(a)?;
-    let layout = PoolLayout::new(&dir);
+/// Creates a personal pool's directories in `dir` and writes its
+/// configuration file unless one is there (a user's edits are kept).
+/// Returns the configuration file and whether it was written now.
+fn prepare_pool_dir(dir: &Path, skuad: &Path) -> Result<(PathBuf, bool)> {
+    let layout = PoolLayout::new(dir);
     for d in layout.directories() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(&d.path)
@@ -335,15 +337,48 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         std::fs::set_permissions(&d.path, std::fs::Permissions::from_mode(d.mode))?;
     }
     let config_file = layout.config_file();
+    if config_file.exists() {
+        return Ok((config_file, false));
+    }
+    let opts = PoolOptions {
+        skuad: Some(skuad.to_path_buf()),
+        ..PoolOptions::default()
+    };
+    std::fs::write(&config_file, layout.config_text(&opts)?)
+        .with_context(|| format!("writing {}", config_file.display()))?;
+    Ok((config_file, true))
+}
+
+/// `skuad master` with no configuration file anywhere (no `SKUA_CONFIG`
+/// or `CONDOR_CONFIG`, nothing at the default paths): the master runs the
+/// default personal pool in `~/.skua/pool`, as `skua pool start` would,
+/// and points itself and its children at that pool's configuration.
+/// Returns the pool directory when it did so.
+pub(crate) fn personal_pool_without_config() -> Result<Option<PathBuf>> {
+    let env = skua_daemon::system_config::environment();
+    if skua_daemon::system_config::main_file(&env).is_some()
+        || env.contains_key("SKUA_CONFIG")
+        || env.contains_key("CONDOR_CONFIG")
+    {
+        return Ok(None);
+    }
+    let dir = skua_master::default_pool_dir(
+        &home().context("no configuration file and HOME is not set")?,
+    );
+    let skuad = std::env::current_exe()?;
+    let (config_file, _) = prepare_pool_dir(&dir, &skuad)?;
+    // Single-threaded here: no runtime or thread exists yet.
+    std::env::set_var("SKUA_CONFIG", &config_file);
+    Ok(Some(dir))
+}
+
+fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
+    let dir = pool_dir(a)?;
+    let layout = PoolLayout::new(&dir);
     let exe = std::env::current_exe()?;
     let skuad = exe.with_file_name("skuad");
-    if !config_file.exists() {
-        let opts = PoolOptions {
-            skuad: Some(skuad.clone()),
-            ..PoolOptions::default()
-        };
-        std::fs::write(&config_file, layout.config_text(&opts)?)
-            .with_context(|| format!("writing {}", config_file.display()))?;
+    let (config_file, written) = prepare_pool_dir(&dir, &skuad)?;
+    if written {
         println!("wrote {}", config_file.display());
     }
     let config = config_for(&dir)?;

@@ -50,6 +50,35 @@ fn path_knob(config: &Config, name: &str) -> Result<PathBuf, DaemonError> {
         .ok_or_else(|| DaemonError::Config(format!("{name} is not defined")))
 }
 
+/// HTCondor's built-in `LOCAL_DIR` is `$(TILDE)`, the home of a `condor`
+/// account: without such an account and without a configuration naming
+/// one, `LOG`, `SPOOL`, `EXECUTE` and `LOCK` would become `/log`,
+/// `/spool`, ... at the root of the file system. A daemon refuses that
+/// rather than scatter its files there.
+fn check_local_dir(config: &Config) -> Result<(), DaemonError> {
+    if knob(config, "LOCAL_DIR")?.is_some() {
+        return Ok(());
+    }
+    let derived: Vec<&str> = ["LOG", "SPOOL", "EXECUTE", "LOCK"]
+        .into_iter()
+        .filter(|k| {
+            config
+                .knob(k)
+                .is_none_or(|v| matches!(v.origin, skua_config::Origin::Default))
+        })
+        .collect();
+    if derived.is_empty() {
+        return Ok(());
+    }
+    Err(DaemonError::Config(format!(
+        "LOCAL_DIR is not set (HTCondor's default is the home of a `condor` account, and there \
+         is none), so {} would be directories at the root of the file system. Name a \
+         configuration file in SKUA_CONFIG, set LOCAL_DIR, or run `skuad master` (or `skua pool \
+         start`) with no configuration file to get a personal pool in ~/.skua/pool",
+        derived.join(", ")
+    )))
+}
+
 /// The Unix-domain socket of a daemon on this host: `$(LOCK)/<daemon>.sock`.
 pub fn socket_path(config: &Config, daemon: &str) -> Result<PathBuf, DaemonError> {
     Ok(path_knob(config, "LOCK")?.join(format!("{}.sock", daemon.to_ascii_lowercase())))
@@ -222,6 +251,7 @@ impl DaemonContext {
     /// creates) the pool signing key.
     pub fn from_config(subsystem: &str, config: Config) -> Result<DaemonContext, DaemonError> {
         let subsystem = subsystem.to_ascii_uppercase();
+        check_local_dir(&config)?;
         let log_dir = path_knob(&config, "LOG")?;
         let lock_dir = path_knob(&config, "LOCK")?;
         for d in [&log_dir, &lock_dir] {

@@ -272,3 +272,59 @@ fn a_collector_with_a_minimal_configuration_listens_on_loopback() {
     assert!(waited.is_ok(), "the collector did not start");
     assert!(text.starts_with("127.0.0.1:"), "{text}");
 }
+
+#[test]
+fn with_no_configuration_file_the_master_runs_a_personal_pool_in_home() {
+    let home = scratch("noconfig");
+    let env_of = |cmd: &mut Command| {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .envs(fast())
+            .env("_CONDOR_DAEMON_LIST", "MASTER, COLLECTOR");
+    };
+    // any daemon but the master refuses, naming the missing LOCAL_DIR,
+    // and creates nothing
+    let mut collector = Command::new(SKUAD);
+    collector.arg("collector").current_dir(&home);
+    env_of(&mut collector);
+    let out = collector.output().expect("run skuad");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("LOCAL_DIR is not set"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // the master makes the default personal pool and runs it
+    let mut master = Command::new(SKUAD);
+    master.arg("master").stderr(std::process::Stdio::null());
+    env_of(&mut master);
+    let mut child = master.spawn().expect("skuad master");
+    let pool = Pool {
+        dir: home.join(".skua/pool"),
+        home: home.clone(),
+        master_pid: Some(child.id() as i32),
+        extra_env: Vec::new(),
+    };
+    let skua = |args: &[&str]| {
+        let mut cmd = Command::new(SKUA);
+        cmd.args(args);
+        env_of(&mut cmd);
+        cmd.output().expect("run skua")
+    };
+    wait_for("the pool's collector", Duration::from_secs(20), || {
+        String::from_utf8_lossy(&skua(&["status", "-any", "-af", "MyType"]).stdout)
+            .contains("Collector")
+    });
+    assert!(pool.config().exists());
+    assert!(pool.dir.join("log").is_dir());
+    // the tools find the default pool without SKUA_CONFIG, and stop it
+    assert!(skua(&["pool", "stop"]).status.success());
+    let master_pid = child.id() as i32;
+    wait_for("the master to exit", Duration::from_secs(10), || {
+        !alive(master_pid)
+    });
+    let _ = child.wait();
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&home);
+}
