@@ -171,6 +171,33 @@ fn log_filter(value: &str) -> String {
     value.trim().to_string()
 }
 
+/// `skua reconfig` reaches a daemon as SIGHUP (the master forwards it).
+/// The master and the collector apply a new configuration themselves; for
+/// the others this re-reads and checks it, reports a broken file (the
+/// running configuration stays), and says which knobs wait for a restart.
+/// Without it SIGHUP's default action would kill the daemon.
+fn reconfig_on_sighup(subsystem: String) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP: reconfig will not reach this daemon");
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match skua_daemon::DaemonContext::load(&subsystem) {
+                Ok(_) => tracing::info!(
+                    "reconfig: configuration re-read and valid; this daemon applies changed \
+                     knobs when it restarts (skua restart {})",
+                    subsystem.to_ascii_lowercase()
+                ),
+                Err(e) => tracing::error!(
+                    "reconfig: configuration error, keeping the running configuration: {e}"
+                ),
+            }
+        }
+    });
+}
+
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
     let cli = SkuadCli::parse();
@@ -253,6 +280,9 @@ pub fn main_skuad() -> ExitCode {
             tracing::info!("termination signal received");
             let _ = tx.send(true);
         });
+        if !matches!(role.as_str(), "master" | "collector") {
+            reconfig_on_sighup(subsystem.clone());
+        }
         match role.as_str() {
             "master" => skua_master::daemon::serve(ctx, rx).await,
             "schedd" => skua_schedd::daemon::serve(ctx, rx).await,

@@ -328,3 +328,28 @@ fn with_no_configuration_file_the_master_runs_a_personal_pool_in_home() {
     drop(pool);
     let _ = std::fs::remove_dir_all(&home);
 }
+
+#[test]
+fn reconfig_reaches_every_daemon_without_restarting_it() {
+    let mut pool = Pool::new("reconfig-all", &fast());
+    pool.start();
+    let roles = ["collector", "negotiator", "schedd", "startd"];
+    wait_for("every daemon", Duration::from_secs(20), || {
+        roles.iter().all(|r| pids_of(&pool, r).len() == 1)
+    });
+    let before: Vec<Vec<i32>> = roles.iter().map(|r| pids_of(&pool, r)).collect();
+    pool.ok(&["reconfig"]);
+    wait_for("the daemons to re-read", Duration::from_secs(10), || {
+        pool.logs()
+            .matches("reconfig: configuration re-read")
+            .count()
+            >= roles.len()
+    });
+    let after: Vec<Vec<i32>> = roles.iter().map(|r| pids_of(&pool, r)).collect();
+    assert_eq!(before, after, "{}", pool.logs());
+    assert!(
+        !pool.logs().contains("SIGHUP); restarting"),
+        "{}",
+        pool.logs()
+    );
+}
