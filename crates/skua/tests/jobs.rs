@@ -314,3 +314,61 @@ fn removing_a_running_job_stops_it() {
     let rows = history(&pool, &["JobStatus"]);
     assert_eq!(rows, vec!["3".to_string()]);
 }
+
+/// The peak resident memory (`VmHWM`, in KB) of a process.
+fn peak_rss_kb(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_gigabyte_each_way_is_streamed_not_held_in_memory() {
+    const GIB: u64 = 1 << 30;
+    let pool = start_pool("bigfile", "1");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // A sparse input: 1 GiB on the wire, no disk until it is copied.
+    let input = std::fs::File::create(work.join("big.in")).unwrap();
+    input.set_len(GIB).unwrap();
+    drop(input);
+    script(
+        &work,
+        "job.sh",
+        "#!/bin/sh\n\
+         set -e\n\
+         test \"$(stat -c %s big.in)\" = 1073741824\n\
+         truncate -s 1G big.out\n\
+         echo written\n",
+    );
+    submit(
+        &pool,
+        &work,
+        "executable = job.sh\n\
+         transfer_input_files = big.in\n\
+         should_transfer_files = YES\n\
+         output = out.txt\n\
+         request_disk = 1024\n\
+         queue\n",
+    );
+    wait_empty(&pool, 240);
+    let rows = history(&pool, &["ExitCode", "NumJobStarts"]);
+    assert_eq!(rows, vec!["0 1".to_string()], "{}", pool.logs());
+    assert_eq!(std::fs::metadata(work.join("big.out")).unwrap().len(), GIB);
+    assert_eq!(
+        std::fs::read_to_string(work.join("out.txt")).unwrap(),
+        "written\n"
+    );
+    // The schedd sent and received the gigabyte through bounded buffers.
+    let schedd = pids_of(&pool, "schedd");
+    assert_eq!(schedd.len(), 1);
+    let peak = peak_rss_kb(schedd[0]);
+    assert!(
+        peak > 0 && peak < 200 * 1024,
+        "the schedd's peak memory was {peak} KB"
+    );
+    let _ = std::fs::remove_file(work.join("big.out"));
+}
