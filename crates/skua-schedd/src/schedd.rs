@@ -20,7 +20,7 @@ use skua_queue::{
     Selector, SystemPolicy, Txn,
 };
 
-use crate::store::{Changes, HistoryRow, Store, StoreError};
+use crate::store::{Changes, HistoryRow, Store, StoreError, Sync};
 use crate::userlog::UserLogWriter;
 
 /// Why a request failed.
@@ -161,6 +161,11 @@ impl Schedd {
 
     /// Applies `txn` in memory and in the store, then writes its events.
     pub fn commit(&mut self, txn: Txn, now: i64) -> Result<(), ScheddError> {
+        self.commit_as(txn, now, Sync::Full)
+    }
+
+    /// [`Schedd::commit`] with the store's durability `sync`.
+    fn commit_as(&mut self, txn: Txn, now: i64, sync: Sync) -> Result<(), ScheddError> {
         if txn.is_empty() {
             return Ok(());
         }
@@ -204,7 +209,7 @@ impl Schedd {
         let t_applied = std::time::Instant::now();
         let changes = self.changes_for(&txn.mutations, history);
         let t_rows = std::time::Instant::now();
-        if let Err(e) = self.store.commit(&changes) {
+        if let Err(e) = self.store.commit_as(&changes, sync) {
             tracing::error!("commit failed, reloading the queue from the store: {e}");
             self.reload();
             return Err(e.into());
@@ -628,7 +633,7 @@ impl Schedd {
     /// A shadow claimed `slot` for `id`: Running.
     pub fn start_run(&mut self, id: JobId, slot: &str, now: i64) -> Result<(), ScheddError> {
         let txn = self.queue.plan_start(id, slot, now)?;
-        self.commit(txn, now)
+        self.commit_as(txn, now, Sync::Relaxed)
     }
 
     /// The job's process started: the execute event.
@@ -640,7 +645,7 @@ impl Schedd {
         now: i64,
     ) -> Result<(), ScheddError> {
         let txn = self.queue.plan_executing(id, host, slot, now)?;
-        self.commit(txn, now)
+        self.commit_as(txn, now, Sync::Relaxed)
     }
 
     /// Usage from the starter (peaks kept).
@@ -652,7 +657,7 @@ impl Schedd {
         now: i64,
     ) -> Result<(), ScheddError> {
         let txn = self.queue.plan_usage(id, image_kb, rss_kb)?;
-        self.commit(txn, now)
+        self.commit_as(txn, now, Sync::Relaxed)
     }
 
     /// The run ended without the job's own exit (evicted, or failed).

@@ -12,7 +12,11 @@
 //! cluster id. Ads are stored as canonical ClassAd text.
 //!
 //! Durability: WAL journal with `synchronous = FULL`, so a commit returns
-//! only after the write-ahead log is on disk.
+//! only after the write-ahead log is on disk; a run's bookkeeping (start,
+//! executing, usage) is committed relaxed ([`Sync::Relaxed`]): whole or
+//! absent after a crash, flushed by the next full commit. A schedd that
+//! restarts puts jobs it finds Running back to Idle, so losing such a
+//! commit to a machine crash changes nothing a user relies on.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +24,18 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 /// The layout version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = 1;
+
+/// How durable a commit must be when it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sync {
+    /// On disk: survives a crash of the machine (`synchronous = FULL`).
+    Full,
+    /// Written but not flushed: survives a crash of the schedd, and of the
+    /// machine once a later `Full` commit returns (`synchronous = NORMAL`
+    /// in WAL mode). For bookkeeping that the schedd rebuilds anyway after
+    /// a restart (a run's start, progress and resource usage).
+    Relaxed,
+}
 
 /// A store failure. The schedd treats any of these during a commit as
 /// fatal for the change (nothing was committed) and reports it.
@@ -112,6 +128,8 @@ pub struct Snapshot {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The connection's current `synchronous` setting.
+    sync: Sync,
 }
 
 impl std::fmt::Debug for Store {
@@ -149,6 +167,7 @@ impl Store {
         )
         .map_err(err)?;
         let store = Store {
+            sync: Sync::Full,
             conn,
             path: path.to_path_buf(),
         };
@@ -234,6 +253,16 @@ impl Store {
     /// Writes `changes` in one transaction; when this returns `Ok` the
     /// change is on disk, and when it returns `Err` nothing of it is.
     pub fn commit(&mut self, changes: &Changes) -> Result<(), StoreError> {
+        self.commit_as(changes, Sync::Full)
+    }
+
+    /// Writes `changes` in one transaction with the given durability.
+    /// [`Sync::Relaxed`] skips the flush to disk: the transaction is whole
+    /// or absent after any crash of the process, and after a crash of the
+    /// machine it may be lost, together with the relaxed transactions just
+    /// before it but never anything before the last [`Sync::Full`] commit,
+    /// which also makes every earlier relaxed one durable.
+    pub fn commit_as(&mut self, changes: &Changes, sync: Sync) -> Result<(), StoreError> {
         if changes.is_empty() {
             return Ok(());
         }
@@ -242,6 +271,16 @@ impl Store {
             path: path.clone(),
             source,
         };
+        if sync != self.sync {
+            let mode = match sync {
+                Sync::Full => "FULL",
+                Sync::Relaxed => "NORMAL",
+            };
+            self.conn
+                .pragma_update(None, "synchronous", mode)
+                .map_err(err)?;
+            self.sync = sync;
+        }
         let tx = self.conn.transaction().map_err(err)?;
         {
             if let Some(n) = changes.next_cluster {
@@ -340,6 +379,37 @@ mod tests {
         let snap = open(&dir).load().unwrap();
         assert_eq!(snap.next_cluster, 1);
         assert!(snap.clusters.is_empty() && snap.jobs.is_empty());
+    }
+
+    #[test]
+    fn relaxed_and_full_commits_interleave_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = open(&dir);
+            let put = |p: u32, ad: &str| Changes {
+                put_jobs: vec![(5, p, ad.into())],
+                ..Changes::default()
+            };
+            s.commit_as(&put(0, "[ JobStatus = 1 ]"), Sync::Full)
+                .unwrap();
+            s.commit_as(&put(0, "[ JobStatus = 2 ]"), Sync::Relaxed)
+                .unwrap();
+            s.commit_as(&put(1, "[ JobStatus = 1 ]"), Sync::Relaxed)
+                .unwrap();
+            s.commit_as(&put(1, "[ JobStatus = 4 ]"), Sync::Full)
+                .unwrap();
+            s.commit_as(&put(2, "[ JobStatus = 2 ]"), Sync::Relaxed)
+                .unwrap();
+        }
+        let snap = open(&dir).load().unwrap();
+        assert_eq!(
+            snap.jobs,
+            vec![
+                (5, 0, "[ JobStatus = 2 ]".to_string()),
+                (5, 1, "[ JobStatus = 4 ]".to_string()),
+                (5, 2, "[ JobStatus = 2 ]".to_string()),
+            ]
+        );
     }
 
     #[test]
