@@ -350,16 +350,27 @@ fn prepare_pool_dir(dir: &Path, skuad: &Path) -> Result<(PathBuf, bool)> {
 }
 
 /// `skuad master` with no configuration file anywhere (no `SKUA_CONFIG`
-/// or `CONDOR_CONFIG`, nothing at the default paths): the master runs the
+/// or `CONDOR_CONFIG`, nothing at the default paths), or with an empty
+/// one: the master runs the
 /// default personal pool in `~/.skua/pool`, as `skua pool start` would,
 /// and points itself and its children at that pool's configuration.
 /// Returns the pool directory when it did so.
 pub(crate) fn personal_pool_without_config() -> Result<Option<PathBuf>> {
     let env = skua_daemon::system_config::environment();
-    if skua_daemon::system_config::main_file(&env).is_some()
-        || env.contains_key("SKUA_CONFIG")
-        || env.contains_key("CONDOR_CONFIG")
-    {
+    let configured = match skua_daemon::system_config::main_file(&env) {
+        // an empty file (blank and comment lines only) configures nothing
+        Some(file) => std::fs::read_to_string(&file).map_or(true, |text| {
+            text.lines()
+                .map(str::trim)
+                .any(|l| !l.is_empty() && !l.starts_with('#'))
+        }),
+        // `ONLY_ENV`: the environment is the whole configuration
+        None => env.contains_key("SKUA_CONFIG") || env.contains_key("CONDOR_CONFIG"),
+    };
+    let local_dir_set = env.keys().any(|k| {
+        k.eq_ignore_ascii_case("_CONDOR_LOCAL_DIR") || k.eq_ignore_ascii_case("_SKUA_LOCAL_DIR")
+    });
+    if configured || local_dir_set {
         return Ok(None);
     }
     let dir = skua_master::default_pool_dir(

@@ -300,7 +300,7 @@ fn with_no_configuration_file_the_master_runs_a_personal_pool_in_home() {
     master.arg("master").stderr(std::process::Stdio::null());
     env_of(&mut master);
     let mut child = master.spawn().expect("skuad master");
-    let pool = Pool {
+    let mut pool = Pool {
         dir: home.join(".skua/pool"),
         home: home.clone(),
         master_pid: Some(child.id() as i32),
@@ -319,6 +319,31 @@ fn with_no_configuration_file_the_master_runs_a_personal_pool_in_home() {
     assert!(pool.config().exists());
     assert!(pool.dir.join("log").is_dir());
     // the tools find the default pool without SKUA_CONFIG, and stop it
+    assert!(skua(&["pool", "stop"]).status.success());
+    let master_pid = child.id() as i32;
+    wait_for("the master to exit", Duration::from_secs(10), || {
+        !alive(master_pid)
+    });
+    let _ = child.wait();
+    // an empty configuration file configures nothing either: same pool
+    let empty = home.join("empty_config");
+    std::fs::write(&empty, "# nothing here\n\n").unwrap();
+    let mut master = Command::new(SKUAD);
+    master.arg("master").stderr(std::process::Stdio::null());
+    env_of(&mut master);
+    let mut child = master
+        .env("SKUA_CONFIG", &empty)
+        .spawn()
+        .expect("skuad master");
+    pool.master_pid = Some(child.id() as i32);
+    wait_for(
+        "the pool's collector again",
+        Duration::from_secs(20),
+        || {
+            String::from_utf8_lossy(&skua(&["status", "-any", "-af", "MyType"]).stdout)
+                .contains("Collector")
+        },
+    );
     assert!(skua(&["pool", "stop"]).status.success());
     let master_pid = child.id() as i32;
     wait_for("the master to exit", Duration::from_secs(10), || {
