@@ -30,9 +30,35 @@ cd "$DIR/work"
 
 now() { date +%s.%N; }
 
+# cpu: "role utime+stime children" in clock ticks for each daemon of this
+# pool (children: the startd's reaped starters, and their jobs).
+cpu() {
+    for pid in $(pgrep -f "skuad (collector|negotiator|schedd|startd)"); do
+        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "SKUA_CONFIG=$SKUA_CONFIG" || continue
+        role=$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $2}')
+        awk -v r="$role" '{ print r, $14 + $15, $16 + $17 }' "/proc/$pid/stat"
+    done | sort
+}
+
+# cpu_report BEFORE AFTER JOBS: CPU milliseconds per job by daemon.
+cpu_report() {
+    tick=$(getconf CLK_TCK)
+    after=$2
+    printf '%s\n' "$1" | while read -r role own kids; do
+        line=$(printf '%s\n' "$after" | awk -v r="$role" '$1 == r')
+        own2=$(echo "$line" | awk '{print $2}')
+        kids2=$(echo "$line" | awk '{print $3}')
+        awk -v r="$role" -v a="$own" -v b="$own2" -v ka="$kids" -v kb="$kids2" -v n="$JOBS" -v t="$tick" \
+            'BEGIN { printf "    %-10s %6.2f ms/job", r, (b - a) * 1000 / t / n;
+                     if (kb > ka) printf "   children (starters and jobs) %6.2f ms/job", (kb - ka) * 1000 / t / n;
+                     printf "\n" }'
+    done
+}
+
 # run NAME SUBMIT-TEXT COUNT: prints the elapsed time and the rate.
 run() {
     printf '%s' "$2" > job.sub
+    before=$(cpu)
     t0=$(now)
     cluster=$("$SKUA" submit job.sub | sed -n 's/.*cluster \([0-9]*\)\./\1/p')
     while [ -n "$("$SKUA" q "$cluster" -af ProcId | head -1)" ]; do
@@ -41,6 +67,7 @@ run() {
     t1=$(now)
     held=$("$SKUA" history "$cluster" -af ExitCode | grep -vc '^0$' || true)
     echo "$3" "$t0" "$t1" "$held" | awk -v name="$1" '{ d = $3 - $2; printf "%-34s %6d jobs  %8.2f s  %8.1f jobs/s  (%d not exit 0)\n", name, $1, d, $1 / d, $4 }'
+    JOBS=$3 cpu_report "$before" "$(cpu)"
 }
 
 echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN"
