@@ -1076,3 +1076,54 @@ None               None               untyped
         assert_eq!(duration(-5), "0+00:00:00");
     }
 }
+
+/// `-state`: condor_status -state's slot table (Name, Cpu, Mem, LoadAv,
+/// KbdIdle, State, StateTime, Activ, ActvtyTime).
+pub fn format_state(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let cols = [
+        col("Name", 18, Align::Left),
+        col("Cpu", 3, Align::Right),
+        col("Mem", 5, Align::Right),
+        col("LoadAv", 6, Align::Right),
+        col("KbdIdle", 10, Align::Right),
+        col("State", 10, Align::Left),
+        col("StateTime", 10, Align::Right),
+        col("Activ", 6, Align::Left),
+        Column {
+            head: "ActvtyTime",
+            min: 10,
+            align: Align::Right,
+            sep: false,
+        },
+    ];
+    let since = |ev: &mut Eval, ad: &ClassAd, name: &str| match ev.int(ad, name) {
+        Some(t) => duration(now.saturating_sub(t)),
+        None => "??".to_string(),
+    };
+    let mut rows = Vec::with_capacity(ads.len());
+    for ad in ads {
+        let load = ev.real(ad, "LoadAvg").map(|l| format!("{l:.3}"));
+        let activity = ev.string(ad, "Activity").map(|mut a| {
+            a.truncate(6);
+            a
+        });
+        rows.push(vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.int(ad, "Cpus").map(|c| c.to_string())),
+            or_missing(ev.int(ad, "Memory").map(|m| m.to_string())),
+            or_missing(load),
+            or_missing(ev.int(ad, "KeyboardIdle").map(duration)),
+            or_missing(ev.string(ad, "State")),
+            since(&mut ev, ad, "EnteredCurrentState"),
+            or_missing(activity),
+            since(&mut ev, ad, "EnteredCurrentActivity"),
+        ]);
+    }
+    let mut out = String::new();
+    render_table(&cols, &rows, &mut out);
+    out
+}

@@ -938,7 +938,7 @@ impl Machine {
         Ok(Launch {
             slot: self.slots[i].name.clone(),
             slot_ad: self.slot_ad(i, now),
-            max_vacate_secs: self.config.max_vacate_secs,
+            max_vacate_secs: self.policy(i, now).max_vacate_time,
         })
     }
 
