@@ -549,7 +549,14 @@ impl Machine {
         let want_vacate = truth("WANT_VACATE");
         let kill = truth("Kill");
         let want_hold = truth("WANT_HOLD");
-        let start_locally_false = matches!(ev.eval_attr("Start", &ad, None), Value::Bool(false));
+        // START "locally" false: with the claim's job ad when the slot is
+        // claimed (as HTCondor evaluates it against the claim's request),
+        // else with no job at all
+        let claim_job = self.slots[i].claim.as_ref().and_then(|c| c.job_ad.as_ref());
+        let start_locally_false = matches!(
+            ev.eval_attr("Start", &ad, job.or(claim_job)),
+            Value::Bool(false)
+        );
         let number = |v: Value| -> Option<i64> {
             match v {
                 Value::Int(i) => Some(i),
@@ -1860,5 +1867,16 @@ mod tests {
             state_of(&m, "slot2@node.example"),
             (State::Unclaimed, Activity::Idle)
         );
+    }
+
+    #[test]
+    fn an_idle_claim_evaluates_start_against_its_job() {
+        let mut m = machine(&[("NUM_CPUS", "1"), ("START", "TARGET.Owner == \"a\"")]);
+        let slot = "slot1@node.example";
+        m.match_notice(slot, CLAIM, "a@d", "", 0).unwrap();
+        m.claim(CLAIM, &job("[ Owner = \"a\"; Requirements = true ]"), "", 0)
+            .unwrap();
+        assert!(m.tick(1).is_empty());
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Idle));
     }
 }

@@ -245,7 +245,8 @@ pub struct HoldRequest {
 pub struct Policy {
     /// `IS_OWNER`, evaluated with no job.
     pub is_owner: bool,
-    /// `START` evaluates to False with no job ("locally false").
+    /// `START` evaluates to False with no job ("locally false"; for a
+    /// claimed slot, against the claim's job ad).
     pub start_locally_false: bool,
     pub want_suspend: bool,
     pub suspend: bool,
