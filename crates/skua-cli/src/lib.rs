@@ -12,6 +12,7 @@ mod config_cmd;
 mod pool_cmd;
 mod q_fmt;
 mod queue_cmd;
+mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
 
@@ -65,12 +66,16 @@ enum SkuaCommand {
     /// Change job priorities, like condor_prio.
     #[command(allow_negative_numbers = true)]
     Prio(queue_cmd::PrioArgs),
+    /// The owner takes machines back: evict the jobs of slots, like condor_vacate.
+    Vacate(startd_cmd::VacateArgs),
+    /// Drain machines (or cancel draining), like condor_drain.
+    Drain(startd_cmd::DrainArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
-    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit",
+    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate", "drain",
 ];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,
@@ -125,6 +130,8 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::History(a) => queue_cmd::history(a),
         SkuaCommand::Qedit(a) => queue_cmd::qedit(a),
         SkuaCommand::Prio(a) => queue_cmd::prio(a),
+        SkuaCommand::Vacate(a) => startd_cmd::vacate(a),
+        SkuaCommand::Drain(a) => startd_cmd::drain(a),
     }
 }
 

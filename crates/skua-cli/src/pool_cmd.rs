@@ -101,6 +101,10 @@ pub struct StatusArgs {
     /// Ads of every type.
     #[arg(long)]
     any: bool,
+    /// The slots' states and activities with their times
+    /// (condor_status -state).
+    #[arg(long)]
+    state: bool,
 }
 
 pub fn status(a: StatusArgs) -> ExitCode {
@@ -150,6 +154,8 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
         status_fmt::format_long(&ads, now)
     } else if !a.af.is_empty() {
         status_fmt::format_autoformat(&ads, &a.af, now)
+    } else if a.state && ad_type == "Machine" {
+        status_fmt::format_state(&ads, now)
     } else {
         status_fmt::format_default(ad_type, &ads, now)
     };

@@ -695,6 +695,52 @@ pub fn format_json(ads: &[ClassAd], _now: i64) -> String {
     out
 }
 
+/// `-state`: condor_status -state's slot table (Name, Cpu, Mem, LoadAv,
+/// KbdIdle, State, StateTime, Activ, ActvtyTime).
+pub fn format_state(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let cols = [
+        col("Name", 18, Align::Left),
+        col("Cpu", 3, Align::Right),
+        col("Mem", 5, Align::Right),
+        col("LoadAv", 6, Align::Right),
+        col("KbdIdle", 10, Align::Right),
+        col("State", 10, Align::Left),
+        col("StateTime", 10, Align::Right),
+        col("Activ", 6, Align::Left),
+        col("ActvtyTime", 10, Align::Right),
+    ];
+    let since = |ev: &mut Eval, ad: &ClassAd, name: &str| match ev.int(ad, name) {
+        Some(t) => duration(now.saturating_sub(t)),
+        None => "??".to_string(),
+    };
+    let mut rows = Vec::with_capacity(ads.len());
+    for ad in ads {
+        let load = ev.real(ad, "LoadAvg").map(|l| format!("{l:.3}"));
+        let activity = ev.string(ad, "Activity").map(|mut a| {
+            a.truncate(6);
+            a
+        });
+        rows.push(vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.int(ad, "Cpus").map(|c| c.to_string())),
+            or_missing(ev.int(ad, "Memory").map(|m| m.to_string())),
+            or_missing(load),
+            or_missing(ev.int(ad, "KeyboardIdle").map(duration)),
+            or_missing(ev.string(ad, "State")),
+            since(&mut ev, ad, "EnteredCurrentState"),
+            or_missing(activity),
+            since(&mut ev, ad, "EnteredCurrentActivity"),
+        ]);
+    }
+    let mut out = String::new();
+    render_table(&cols, &rows, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1074,5 +1120,47 @@ None               None               untyped
         assert_eq!(duration(86_399), "0+23:59:59");
         assert_eq!(duration(86_400 * 123 + 1), "123+00:00:01");
         assert_eq!(duration(-5), "0+00:00:00");
+    }
+
+    #[test]
+    fn state_table_shows_times_in_state_and_activity() {
+        let ad = classad::parse_ad(
+            "[ Name = \"slot1@h\"; Cpus = 1; Memory = 512; LoadAvg = 0.25; KeyboardIdle = 3700; \
+               State = \"Claimed\"; EnteredCurrentState = 900; Activity = \"Suspended\"; \
+               EnteredCurrentActivity = 990 ]",
+        )
+        .unwrap();
+        let out = format_state(&[ad], 1000);
+        let mut lines = out.lines();
+        let head = lines.next().unwrap();
+        for h in [
+            "Name",
+            "Cpu",
+            "Mem",
+            "LoadAv",
+            "KbdIdle",
+            "State",
+            "StateTime",
+            "Activ",
+            "ActvtyTime",
+        ] {
+            assert!(head.contains(h), "{head}");
+        }
+        assert_eq!(lines.next(), Some(""));
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            row,
+            [
+                "slot1@h",
+                "1",
+                "512",
+                "0.250",
+                "0+01:01:40",
+                "Claimed",
+                "0+00:01:40",
+                "Suspen",
+                "0+00:00:10"
+            ]
+        );
     }
 }

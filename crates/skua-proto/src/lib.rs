@@ -38,7 +38,7 @@ pub use shadow::{
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,
-    MatchNotice, ReleaseRequest, StarterSpec,
+    DrainRequest, MatchNotice, ReleaseRequest, SlotStates, StarterHold, StarterSpec, VacateRequest,
 };
 
 use serde::{Deserialize, Serialize};

@@ -164,6 +164,21 @@ pub const STARTD_ALIVE: Route = Route {
     level: Some(AuthLevel::Daemon),
 };
 
+/// `POST /startd/vacate` with [`crate::VacateRequest`] →
+/// [`crate::SlotStates`].
+pub const STARTD_VACATE: Route = Route {
+    method: "POST",
+    path: "/startd/vacate",
+    level: Some(AuthLevel::Administrator),
+};
+
+/// `POST /startd/drain` with [`crate::DrainRequest`] → [`crate::SlotStates`].
+pub const STARTD_DRAIN: Route = Route {
+    method: "POST",
+    path: "/startd/drain",
+    level: Some(AuthLevel::Administrator),
+};
+
 /// `POST /shadow/begin` with [`crate::ShadowBegin`] → [`crate::BeginReply`].
 pub const SHADOW_BEGIN: Route = Route {
     method: "POST",
@@ -224,6 +239,8 @@ pub const ALL: &[Route] = &[
     STARTD_DEACTIVATE,
     STARTD_RELEASE,
     STARTD_ALIVE,
+    STARTD_VACATE,
+    STARTD_DRAIN,
     SHADOW_BEGIN,
     SHADOW_INPUT_FILE,
     SHADOW_OUTPUT_FILE,

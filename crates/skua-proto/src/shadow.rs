@@ -170,6 +170,16 @@ pub enum RunOutcome {
         /// Why.
         reason: String,
     },
+    /// The startd's policy (WANT_HOLD) stopped the job and holds it.
+    Held {
+        /// `WANT_HOLD_REASON`.
+        reason: String,
+        /// HoldReasonCode (21).
+        code: i64,
+        /// HoldReasonSubCode (`WANT_HOLD_SUBCODE`).
+        #[serde(default)]
+        subcode: i64,
+    },
     /// The job could not run through no fault of its own code (a transfer
     /// failed, the scratch directory could not be made, the executable is
     /// missing...): the shadow retries it elsewhere or holds it.

@@ -152,3 +152,54 @@ pub struct StarterSpec {
     #[serde(default)]
     pub max_vacate_secs: u64,
 }
+
+/// `POST /startd/vacate` (ADMINISTRATOR): the owner wants the machine back
+/// (`skua vacate`). The jobs of the named slots are evicted (their kill
+/// signal and `MachineMaxVacateTime`, or killed at once with `fast`), their
+/// claims end, and the slots go to the Owner state (then Unclaimed again
+/// unless IS_OWNER holds). The jobs go back to Idle in their queues.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VacateRequest {
+    /// Slot names (`slot1@host` or `slot1`) or the host name; empty: every
+    /// slot.
+    #[serde(default)]
+    pub slots: Vec<String>,
+    /// Hard-kill instead of a soft vacate (`skua vacate -fast`).
+    #[serde(default)]
+    pub fast: bool,
+}
+
+/// `POST /startd/drain` (ADMINISTRATOR): `skua drain`. Unclaimed and Owner
+/// slots become Drained/Retiring at once; running jobs retire (up to
+/// `MaxJobRetirementTime`) and their slots follow; when no job is left
+/// every slot is Drained/Idle. `cancel` ends draining: Drained slots go to
+/// Owner (then Unclaimed), retiring jobs go on running.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainRequest {
+    /// Cancel draining instead.
+    #[serde(default)]
+    pub cancel: bool,
+}
+
+/// The reply to [`VacateRequest`] and [`DrainRequest`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotStates {
+    /// Every slot's name, `State` and `Activity` after the request.
+    #[serde(default)]
+    pub slots: Vec<(String, String, String)>,
+}
+
+/// Written by the startd as `dir_<starter pid>.hold` (JSON) in the
+/// execute directory before it stops a job its WANT_HOLD holds: the
+/// starter then reports [`crate::RunOutcome::Held`] instead of an
+/// eviction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StarterHold {
+    /// `WANT_HOLD_REASON`.
+    pub reason: String,
+    /// HTCondor's HoldReasonCode (21: the startd's policy held the job).
+    pub code: i64,
+    /// `WANT_HOLD_SUBCODE`.
+    #[serde(default)]
+    pub subcode: i64,
+}

@@ -63,7 +63,24 @@ pub enum RunEnd {
         /// Hold now.
         permanent: bool,
     },
+    /// The execute side's policy (the startd's WANT_HOLD) stopped it and
+    /// holds it (HoldReasonCode 21).
+    Held {
+        /// Why.
+        reason: String,
+        /// HoldReasonCode.
+        code: i64,
+        /// HoldReasonSubCode.
+        subcode: i64,
+    },
 }
+
+/// How many times the job was suspended.
+pub const TOTAL_SUSPENSIONS: &str = "TotalSuspensions";
+/// When the current suspension began (0 when not suspended).
+pub const LAST_SUSPENSION_TIME: &str = "LastSuspensionTime";
+/// Seconds spent suspended, all runs.
+pub const CUMULATIVE_SUSPENSION_TIME: &str = "CumulativeSuspensionTime";
 
 impl Queue {
     /// A shadow claimed `slot` for job `id` (Idle): it is Running from now.
@@ -173,7 +190,18 @@ impl Queue {
             JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput => {}
             _ => return Ok(p.finish()),
         }
+        if let RunEnd::Held {
+            reason,
+            code,
+            subcode,
+        } = end
+        {
+            p.set_str(id, LAST_VACATE_REASON, reason);
+            p.hold(id, ad, *code, *subcode, reason, now);
+            return Ok(p.finish());
+        }
         let (reason, failure) = match end {
+            RunEnd::Held { .. } => (String::new(), None),
             RunEnd::Evicted { reason } => (reason.clone(), None),
             RunEnd::Failed {
                 reason,
@@ -215,6 +243,35 @@ impl Queue {
         match hold {
             Some((code, text)) => p.hold(id, ad, code, 0, &text, now),
             None => p.new_status(id, ad, JobStatus::Idle, now),
+        }
+        Ok(p.finish())
+    }
+
+    /// The starter suspended (`true`) or continued the job: Running ↔
+    /// Suspended (JobStatus 7) with the suspend or unsuspend event, and the
+    /// suspension counted (`TotalSuspensions`, `LastSuspensionTime`,
+    /// `CumulativeSuspensionTime`).
+    pub fn plan_suspended(&self, id: JobId, suspended: bool, now: i64) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        match (status_of(ad), suspended) {
+            (JobStatus::Running, true) => {
+                p.new_status(id, ad, JobStatus::Suspended, now);
+                let n = int_attr(ad, TOTAL_SUSPENSIONS).unwrap_or(0);
+                p.set_int(id, TOTAL_SUSPENSIONS, n.saturating_add(1));
+                p.set_int(id, LAST_SUSPENSION_TIME, now);
+                p.event(id, UserLogEvent::Suspended { n: 1 });
+            }
+            (JobStatus::Suspended, false) => {
+                p.new_status(id, ad, JobStatus::Running, now);
+                if let Some(since) = int_attr(ad, LAST_SUSPENSION_TIME).filter(|t| *t > 0) {
+                    let total = int_attr(ad, CUMULATIVE_SUSPENSION_TIME).unwrap_or(0);
+                    p.set_int(id, CUMULATIVE_SUSPENSION_TIME, total + (now - since).max(0));
+                }
+                p.set_int(id, LAST_SUSPENSION_TIME, 0);
+                p.event(id, UserLogEvent::Unsuspended);
+            }
+            _ => {}
         }
         Ok(p.finish())
     }

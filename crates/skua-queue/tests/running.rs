@@ -271,3 +271,42 @@ fn autoclusters_group_alike_jobs_in_queue_order() {
     let acs = q.autoclusters(&mut ev(), "alice", &[], None);
     assert_eq!(acs[0].jobs.len(), 2);
 }
+
+#[test]
+fn suspension_and_a_startd_hold() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@host", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q.plan_suspended(id, true, NOW + 10).unwrap();
+    assert!(matches!(t.events[0].1, UserLogEvent::Suspended { n: 1 }));
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Suspended));
+    assert_eq!(num(&q, id, "TotalSuspensions"), Some(1.0));
+    // a second report changes nothing
+    assert!(q
+        .plan_suspended(id, true, NOW + 11)
+        .unwrap()
+        .events
+        .is_empty());
+    let t = q.plan_suspended(id, false, NOW + 40).unwrap();
+    assert!(matches!(t.events[0].1, UserLogEvent::Unsuspended));
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Running));
+    assert_eq!(num(&q, id, "CumulativeSuspensionTime"), Some(30.0));
+    let end = RunEnd::Held {
+        reason: "too big".into(),
+        code: 21,
+        subcode: 7,
+    };
+    let t = q
+        .plan_run_ended(id, &end, Rusage::default(), 3, NOW + 50)
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Held));
+    assert_eq!(num(&q, id, "HoldReasonCode"), Some(21.0));
+    assert_eq!(num(&q, id, "HoldReasonSubCode"), Some(7.0));
+    assert_eq!(text(&q, id, "HoldReason").as_deref(), Some("too big"));
+    assert_eq!(num(&q, id, "RemoteWallClockTime"), Some(50.0));
+}

@@ -660,6 +660,12 @@ impl Schedd {
         self.commit_as(txn, now, Sync::Relaxed)
     }
 
+    /// The starter suspended or continued the job.
+    pub fn suspended(&mut self, id: JobId, suspended: bool, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_suspended(id, suspended, now)?;
+        self.commit(txn, now)
+    }
+
     /// The run ended without the job's own exit (evicted, or failed).
     pub fn run_ended(
         &mut self,

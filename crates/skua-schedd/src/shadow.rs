@@ -604,7 +604,11 @@ pub(crate) async fn update(
         UpdateKind::Executing => {
             with_schedd(&st, move |s| s.executing(job, &startd, &slot, now_secs())).await?;
         }
-        UpdateKind::Usage | UpdateKind::Suspended | UpdateKind::Unsuspended => {
+        UpdateKind::Suspended | UpdateKind::Unsuspended => {
+            let on = u.kind == UpdateKind::Suspended;
+            with_schedd(&st, move |s| s.suspended(job, on, now_secs())).await?;
+        }
+        UpdateKind::Usage => {
             if usage.image_size_kb > 0 {
                 with_schedd(&st, move |s| {
                     s.usage(
@@ -672,6 +676,20 @@ pub(crate) async fn exit(
             RunOutcome::Evicted { reason } => {
                 s.run_ended(job, &RunEnd::Evicted { reason }, rusage, now)
             }
+            RunOutcome::Held {
+                reason,
+                code,
+                subcode,
+            } => s.run_ended(
+                job,
+                &RunEnd::Held {
+                    reason,
+                    code,
+                    subcode,
+                },
+                rusage,
+                now,
+            ),
             RunOutcome::Failed { reason, permanent } => {
                 let end = match failure {
                     Some((r, code, perm)) => RunEnd::Failed {

@@ -3,8 +3,9 @@
 //! - [`layout`]: dividing CPUs, memory and disk into slots from HTCondor's
 //!   knobs (`NUM_CPUS`, `MEMORY`, `NUM_SLOTS`, `NUM_SLOTS_TYPE_<N>`,
 //!   `SLOT_TYPE_<N>`, `SLOT_TYPE_<N>_PARTITIONABLE`).
-//! - [`state`]: the per-slot state machine, `(status, event, now) ->
-//!   (status, actions)`.
+//! - [`state`]: the per-slot state machine, `(status, policy, event, now)
+//!   -> (status, actions)`: HTCondor's states, activities and transitions
+//!   driven by the owner's policy (see `docs/policy.md`).
 //! - [`Machine`]: the slots, their claims and their ads: match notices,
 //!   claims (with the carving of partitionable slots), activations,
 //!   deactivations, releases and timeouts; [`check_claim`].
@@ -18,10 +19,13 @@ pub mod state;
 
 pub use layout::{layout, layout_config, parse_slot_type, LayoutConfig, Share, SlotDef};
 pub use machine::{
-    check_claim, claim_ids_equal, job_requests, Claim, Launch, Machine, Refusal, RunningJob, Slot,
-    SlotKind, StartdConfig,
+    check_claim, claim_ids_equal, job_requests, Claim, Launch, Machine, PolicyExprs, Refusal,
+    RunningJob, Slot, SlotKind, StartdConfig, POLICY_KNOBS,
 };
-pub use state::{Action, Activity, Event, State, Status, Timeouts};
+pub use state::{
+    Action, Activity, After, Event, HoldRequest, Policy, Retire, State, Status, Timeouts,
+    HOLD_CODE_STARTD,
+};
 
 /// A configuration error, naming the knob.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use classad::{ClassAd, EvalOptions, Evaluator, Expr, Value};
 
 use crate::layout::{self, SlotDef};
-use crate::state::{self, Action, Activity, Event, State, Status, Timeouts};
+use crate::state::{self, Action, Activity, Event, HoldRequest, Policy, State, Status, Timeouts};
 use crate::{MachineFacts, SlotError};
 
 /// The startd's configuration, read once from the knobs.
@@ -23,15 +23,63 @@ pub struct StartdConfig {
     pub rank: Expr,
     /// `IS_OWNER` (default `false`).
     pub is_owner: Expr,
+    /// The policy expressions of each slot (by `SlotID`), `SLOT<N>_`
+    /// prefixed knobs first.
+    pub policies: BTreeMap<u32, PolicyExprs>,
     /// `STARTD_ATTRS` and `STARTD_EXPRS`: knob name and its value as an
     /// expression.
     pub extra_attrs: Vec<(String, Expr)>,
+    /// `STARTD_JOB_ATTRS`: attributes of the running job copied into the
+    /// slot ad.
+    pub job_attrs: Vec<String>,
+    /// `STARTD_LATCH_EXPRS`: name and expression; the ad carries
+    /// `<name>Value` and `<name>Time` (when the value last changed).
+    pub latches: Vec<(String, Expr)>,
     pub timeouts: Timeouts,
     /// `CLAIM_WORKLIFE`: no new activation after a claim is this old
     /// (seconds); negative: no limit.
     pub claim_worklife: i64,
-    /// `MACHINE_MAX_VACATE_TIME` (seconds).
+    /// `MachineMaxVacateTime` evaluated without a job (seconds), the
+    /// starter's grace when the slot's expression does not evaluate.
     pub max_vacate_secs: i64,
+    /// `POLLING_INTERVAL` (seconds): how often the policy is evaluated.
+    pub polling_interval: i64,
+}
+
+/// The policy knobs: knob name, slot ad attribute, HTCondor's default,
+/// whether a `<KNOB>_VANILLA` variant applies to vanilla jobs.
+pub const POLICY_KNOBS: &[(&str, &str, &str, bool)] = &[
+    ("START", "Start", "true", false),
+    ("RANK", "Rank", "0", false),
+    ("IS_OWNER", "IsOwner", "false", false),
+    ("WANT_SUSPEND", "WANT_SUSPEND", "false", true),
+    ("SUSPEND", "Suspend", "false", true),
+    ("CONTINUE", "Continue", "true", true),
+    ("PREEMPT", "Preempt", "false", true),
+    ("WANT_VACATE", "WANT_VACATE", "true", true),
+    ("KILL", "Kill", "false", true),
+    ("WANT_HOLD", "WANT_HOLD", "false", false),
+    ("WANT_HOLD_REASON", "WANT_HOLD_REASON", "undefined", false),
+    ("WANT_HOLD_SUBCODE", "WANT_HOLD_SUBCODE", "undefined", false),
+    ("MAXJOBRETIREMENTTIME", "MaxJobRetirementTime", "0", false),
+    ("MachineMaxVacateTime", "MachineMaxVacateTime", "600", false),
+];
+
+/// One slot's policy expressions, by slot ad attribute: the expression
+/// and its `_VANILLA` variant.
+#[derive(Clone, Debug, Default)]
+pub struct PolicyExprs {
+    pub exprs: Vec<(&'static str, Expr, Option<Expr>)>,
+}
+
+impl PolicyExprs {
+    /// The expression of `attr` for a job of `universe` (5: vanilla).
+    pub fn get(&self, attr: &str, vanilla: bool) -> Option<&Expr> {
+        self.exprs
+            .iter()
+            .find(|(a, _, _)| *a == attr)
+            .map(|(_, e, v)| if vanilla { v.as_ref().unwrap_or(e) } else { e })
+    }
 }
 
 fn cfg_err(knob: &str, message: impl Into<String>) -> SlotError {
@@ -65,6 +113,80 @@ impl StartdConfig {
                     .map_err(|_| cfg_err(name, format!("`{v}` is not an integer"))),
             }
         };
+        let list_of = |name: &str| -> Vec<String> {
+            defined(name)
+                .unwrap_or_default()
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let mut policies = BTreeMap::new();
+        for d in &slots {
+            let mut exprs = Vec::new();
+            for (knob_name, attr, default, has_vanilla) in POLICY_KNOBS {
+                let per_slot = format!("SLOT{}_{knob_name}", d.id);
+                let (name, text) = match defined(&per_slot) {
+                    Some(t) => (per_slot, t),
+                    None => (
+                        knob_name.to_string(),
+                        defined(knob_name).unwrap_or_else(|| default.to_string()),
+                    ),
+                };
+                let parse = |name: &str, text: &str| -> Result<Expr, SlotError> {
+                    match classad::parse_expr(text) {
+                        Ok(e) => Ok(e),
+                        // a reason written as plain text
+                        Err(_) if *attr == "WANT_HOLD_REASON" => {
+                            Ok(Expr::Lit(Value::from(text.trim())))
+                        }
+                        Err(e) => Err(cfg_err(
+                            name,
+                            format!("`{text}` is not a ClassAd expression: {e}"),
+                        )),
+                    }
+                };
+                let e = parse(&name, &text)?;
+                let vanilla = if *has_vanilla {
+                    let vname = format!("{knob_name}_VANILLA");
+                    match defined(&vname) {
+                        Some(t) => Some(parse(&vname, &t)?),
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+                exprs.push((*attr, e, vanilla));
+            }
+            policies.insert(d.id, PolicyExprs { exprs });
+        }
+        let mut latches = Vec::new();
+        for name in list_of("STARTD_LATCH_EXPRS") {
+            if let Some(text) = defined(&name) {
+                let e = classad::parse_expr(&text).map_err(|e| {
+                    cfg_err(
+                        &name,
+                        format!(
+                            "(in STARTD_LATCH_EXPRS) `{text}` is not a ClassAd expression: {e}"
+                        ),
+                    )
+                })?;
+                if !latches
+                    .iter()
+                    .any(|(n, _): &(String, Expr)| n.eq_ignore_ascii_case(&name))
+                {
+                    latches.push((name, e));
+                }
+            }
+        }
+        let max_vacate_secs = match defined("MachineMaxVacateTime")
+            .and_then(|t| classad::parse_expr(&t).ok())
+            .map(|e| evaluator(0).eval(&e, None, None))
+        {
+            Some(Value::Int(i)) => i.max(0),
+            Some(Value::Real(r)) if r.is_finite() => (r as i64).max(0),
+            _ => 600,
+        };
         let mut extra_attrs = Vec::new();
         for list in ["STARTD_ATTRS", "STARTD_EXPRS"] {
             let Some(names) = defined(list) else {
@@ -94,13 +216,18 @@ impl StartdConfig {
             start: expr("START", "true")?,
             rank: expr("RANK", "0")?,
             is_owner: expr("IS_OWNER", "false")?,
+            policies,
             extra_attrs,
+            job_attrs: list_of("STARTD_JOB_ATTRS"),
+            latches,
             timeouts: Timeouts {
                 match_timeout: int("MATCH_TIMEOUT", 120)?,
                 max_claim_idle: int("MAX_CLAIM_IDLE", 600)?,
+                killing_timeout: int("KILLING_TIMEOUT", 30)?.max(0),
             },
             claim_worklife: int("CLAIM_WORKLIFE", -1)?,
-            max_vacate_secs: int("MACHINE_MAX_VACATE_TIME", 10)?.max(0),
+            max_vacate_secs,
+            polling_interval: int("POLLING_INTERVAL", 5)?.max(1),
         })
     }
 }
@@ -169,6 +296,10 @@ pub struct Slot {
     /// The matches waiting for a claim on a partitionable slot (it stays
     /// Unclaimed: each claim carves a dynamic slot).
     pub pending: Vec<Claim>,
+    /// A match preempting the slot's claim, waiting for its job to go.
+    pub preempting: Option<Claim>,
+    /// `STARTD_LATCH_EXPRS`: the last value and when it last changed.
+    pub latches: BTreeMap<String, (Value, i64)>,
     next_child: u32,
 }
 
@@ -184,12 +315,17 @@ pub enum Refusal {
     Conflict(String),
     /// The request itself is malformed.
     BadRequest(String),
+    /// Not yet: ask again later (a claim for a slot still being preempted).
+    Unavailable(String),
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::NotFound(m) | Refusal::Conflict(m) | Refusal::BadRequest(m) => f.write_str(m),
+            Refusal::NotFound(m)
+            | Refusal::Conflict(m)
+            | Refusal::BadRequest(m)
+            | Refusal::Unavailable(m) => f.write_str(m),
         }
     }
 }
@@ -271,8 +407,11 @@ pub struct Machine {
     pub slots: Vec<Slot>,
     /// The startd's address, `<ip:port>`.
     pub address: String,
-    /// Attributes from STARTD_CRON scripts.
+    /// Attributes from STARTD_CRON scripts (they override measured ones).
     pub cron: BTreeMap<String, Expr>,
+    /// Attributes from `STARTD_ATTRIBUTE_FILE`, read at each poll (they
+    /// override measured and cron ones).
+    pub overrides: BTreeMap<String, Expr>,
 }
 
 impl Machine {
@@ -298,6 +437,8 @@ impl Machine {
                 status: Status::new(now),
                 claim: None,
                 pending: Vec::new(),
+                preempting: None,
+                latches: BTreeMap::new(),
                 next_child: 1,
             })
             .collect();
@@ -307,6 +448,7 @@ impl Machine {
             slots,
             address: String::new(),
             cron: BTreeMap::new(),
+            overrides: BTreeMap::new(),
         }
     }
 
@@ -329,9 +471,25 @@ impl Machine {
         found
     }
 
+    /// The slot whose claim the match `id` is preempting.
+    fn find_preempting(&self, id: &str) -> Option<usize> {
+        self.slots.iter().position(|s| {
+            s.preempting
+                .as_ref()
+                .is_some_and(|c| claim_ids_equal(&c.id, id))
+        })
+    }
+
+    fn being_preempted() -> Refusal {
+        Refusal::Unavailable("being preempted: the slot's current job is leaving; ask again".into())
+    }
+
     /// The state of the slot holding claim `id` and the job whose starter
     /// runs under it (the schedd's keep-alive, `/startd/alive`).
     pub fn claim_status(&self, id: &str) -> Result<(String, Status, Option<String>), Refusal> {
+        if self.find_claim(id).is_none() && self.find_preempting(id).is_some() {
+            return Err(Self::being_preempted());
+        }
         let (i, pending) = self.find_claim(id).ok_or_else(Self::not_found)?;
         let slot = &self.slots[i];
         let job = if pending {
@@ -350,23 +508,124 @@ impl Machine {
     }
 
     fn apply(&mut self, i: usize, event: Event, now: i64) -> Result<Vec<Action>, Refusal> {
-        let (status, actions) =
-            state::step(self.slots[i].status, event, now, &self.config.timeouts)
-                .map_err(|r| Refusal::Conflict(r.0))?;
+        let policy = if event == Event::Tick {
+            self.policy(i, now)
+        } else {
+            Policy::default()
+        };
+        let (status, actions) = state::step(
+            self.slots[i].status,
+            &policy,
+            event,
+            now,
+            &self.config.timeouts,
+        )
+        .map_err(|r| Refusal::Conflict(r.0))?;
         self.slots[i].status = status;
         Ok(actions)
+    }
+
+    /// The running job's ad of slot `i`.
+    fn job_ad(&self, i: usize) -> Option<&ClassAd> {
+        self.slots[i]
+            .claim
+            .as_ref()
+            .and_then(|c| c.job.as_ref())
+            .map(|j| &j.job_ad)
+    }
+
+    /// The owner's policy of slot `i` at `now`: its expressions evaluated
+    /// with the slot ad as MY and the running job (if any) as TARGET.
+    pub fn policy(&self, i: usize, now: i64) -> Policy {
+        let ad = self.slot_ad(i, now);
+        let job = self.job_ad(i);
+        let mut ev = evaluator(now);
+        let mut truth = |attr: &str| ev.eval_attr(attr, &ad, job).is_true();
+        let is_owner = truth("IsOwner");
+        let want_suspend = truth("WANT_SUSPEND");
+        let suspend = truth("Suspend");
+        let continue_ = truth("Continue");
+        let preempt = truth("Preempt");
+        let want_vacate = truth("WANT_VACATE");
+        let kill = truth("Kill");
+        let want_hold = truth("WANT_HOLD");
+        // START "locally" false: with the claim's job ad when the slot is
+        // claimed (as HTCondor evaluates it against the claim's request),
+        // else with no job at all
+        let claim_job = self.slots[i].claim.as_ref().and_then(|c| c.job_ad.as_ref());
+        let start_locally_false = matches!(
+            ev.eval_attr("Start", &ad, job.or(claim_job)),
+            Value::Bool(false)
+        );
+        let number = |v: Value| -> Option<i64> {
+            match v {
+                Value::Int(i) => Some(i),
+                Value::Real(r) if r.is_finite() => Some(r as i64),
+                _ => None,
+            }
+        };
+        let mut retirement = number(ev.eval_attr("MaxJobRetirementTime", &ad, job)).unwrap_or(0);
+        let mut vacate = number(ev.eval_attr("MachineMaxVacateTime", &ad, job))
+            .unwrap_or(self.config.max_vacate_secs)
+            .max(0);
+        if let Some(j) = job {
+            // a job may ask for less, never for more
+            if let Some(r) = number(ev.eval_attr("MaxJobRetirementTime", j, Some(&ad))) {
+                retirement = retirement.min(r);
+            }
+            if let Some(v) = number(ev.eval_attr("JobMaxVacateTime", j, Some(&ad))) {
+                vacate = vacate.min(v.max(0));
+            }
+        }
+        let want_hold = want_hold.then(|| HoldRequest {
+            reason: ev
+                .eval_attr("WANT_HOLD_REASON", &ad, job)
+                .as_string()
+                .unwrap_or_else(|| "The startd put the job on hold (WANT_HOLD)".to_string()),
+            subcode: number(ev.eval_attr("WANT_HOLD_SUBCODE", &ad, job)).unwrap_or(0),
+        });
+        let all_drained = !self.slots.iter().any(|s| {
+            matches!(
+                s.status.state,
+                State::Claimed | State::Matched | State::Preempting
+            )
+        });
+        Policy {
+            is_owner,
+            start_locally_false,
+            want_suspend,
+            suspend,
+            continue_,
+            preempt,
+            want_vacate,
+            kill,
+            want_hold,
+            max_job_retirement_time: retirement,
+            max_vacate_time: vacate,
+            all_drained,
+        }
     }
 
     /// Carries out the claim drops among `actions` (removing a dynamic
     /// slot and giving its resources back); returns the others, with the
     /// slot's name.
-    fn settle(&mut self, i: usize, actions: Vec<Action>) -> Vec<(String, Action)> {
+    fn settle(&mut self, i: usize, actions: Vec<Action>, now: i64) -> Vec<(String, Action)> {
         let name = self.slots[i].name.clone();
         let mut out = Vec::new();
+        let promote = actions.contains(&Action::PromoteClaim);
         for a in actions {
+            if a == Action::PromoteClaim {
+                let s = &mut self.slots[i];
+                s.claim = s.preempting.take().map(|mut c| {
+                    c.matched_at = now;
+                    c
+                });
+                out.push((name.clone(), a));
+                continue;
+            }
             if a == Action::DropClaim {
                 self.slots[i].claim = None;
-                if self.slots[i].kind == SlotKind::Dynamic {
+                if self.slots[i].kind == SlotKind::Dynamic && !promote {
                     let (id, c, m, d) = {
                         let s = &self.slots[i];
                         (s.id, s.cpus, s.memory_mb, s.disk_kb)
@@ -407,7 +666,7 @@ impl Machine {
         let i = self
             .index(slot)
             .ok_or_else(|| Refusal::NotFound(format!("no slot {slot}")))?;
-        if self.find_claim(claim_id).is_some() {
+        if self.find_claim(claim_id).is_some() || self.find_preempting(claim_id).is_some() {
             return Err(Refusal::Conflict("this claim id is already in use".into()));
         }
         let claim = Claim {
@@ -445,6 +704,129 @@ impl Machine {
         Ok(())
     }
 
+    /// The negotiator matched the Claimed `slot` under `claim_id`,
+    /// preempting its claim (rank or priority preemption): the running
+    /// job retires (MaxJobRetirementTime), is vacated, the old claim is
+    /// dropped and the slot becomes Matched to `claim_id`. Refused when
+    /// the slot is already being preempted. A slot that became Unclaimed
+    /// meanwhile takes it as an ordinary match.
+    pub fn preempting_match(
+        &mut self,
+        slot: &str,
+        claim_id: &str,
+        submitter: &str,
+        schedd_addr: &str,
+        now: i64,
+    ) -> Result<Vec<(String, Action)>, Refusal> {
+        let i = self
+            .index(slot)
+            .ok_or_else(|| Refusal::NotFound(format!("no slot {slot}")))?;
+        if self.slots[i].status.state != State::Claimed
+            || self.slots[i].kind == SlotKind::Partitionable
+        {
+            return self
+                .match_notice(slot, claim_id, submitter, schedd_addr, now)
+                .map(|()| Vec::new());
+        }
+        if claim_id.len() < 16 {
+            return Err(Refusal::BadRequest(
+                "a claim id has at least 16 characters".into(),
+            ));
+        }
+        if self.find_claim(claim_id).is_some() || self.find_preempting(claim_id).is_some() {
+            return Err(Refusal::Conflict("this claim id is already in use".into()));
+        }
+        let actions = self.apply(i, Event::PreemptClaim, now)?;
+        self.slots[i].preempting = Some(Claim {
+            id: claim_id.to_string(),
+            submitter: submitter.to_string(),
+            schedd_addr: schedd_addr.to_string(),
+            matched_at: now,
+            claimed_at: None,
+            job_ad: None,
+            job: None,
+        });
+        let mut out = self.settle(i, actions, now);
+        out.extend(self.evaluate_slot_named(slot, now));
+        Ok(out)
+    }
+
+    /// The owner asks for the machine back (`skua vacate`): the jobs of
+    /// the named slots (all when `slots` is empty) are evicted, their
+    /// claims end and the slots go to the Owner state.
+    pub fn vacate(
+        &mut self,
+        slots: &[String],
+        graceful: bool,
+        now: i64,
+    ) -> Result<Vec<(String, Action)>, Refusal> {
+        let names = self.targets(slots)?;
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(i) = self.index(&name) {
+                if self.slots[i].kind == SlotKind::Partitionable {
+                    continue;
+                }
+                let actions = self.apply(i, Event::Vacate { graceful }, now)?;
+                out.extend(self.settle(i, actions, now));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Draining starts (`cancel`: it is cancelled) on every slot.
+    pub fn drain(&mut self, cancel: bool, now: i64) -> Result<Vec<(String, Action)>, Refusal> {
+        let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(i) = self.index(&name) {
+                let ev = if cancel {
+                    Event::CancelDrain
+                } else {
+                    Event::Drain
+                };
+                let actions = self.apply(i, ev, now)?;
+                out.extend(self.settle(i, actions, now));
+            }
+        }
+        out.extend(self.tick(now));
+        Ok(out)
+    }
+
+    /// Whether any slot is being drained.
+    pub fn draining(&self) -> bool {
+        self.slots.iter().any(|s| {
+            s.status.state == State::Drained || s.status.retire == Some(state::Retire::Drain)
+        })
+    }
+
+    /// The slot names a request names: every slot when empty; each name is
+    /// a slot name (`slot1@host`), a slot's short name (`slot1`) or the
+    /// host name (every slot).
+    fn targets(&self, names: &[String]) -> Result<Vec<String>, Refusal> {
+        if names.is_empty() {
+            return Ok(self.slots.iter().map(|s| s.name.clone()).collect());
+        }
+        let mut out = Vec::new();
+        for n in names {
+            if n.eq_ignore_ascii_case(&self.facts.hostname) {
+                out.extend(self.slots.iter().map(|s| s.name.clone()));
+                continue;
+            }
+            let found: Vec<String> = self
+                .slots
+                .iter()
+                .filter(|s| s.name == *n || s.name.split('@').next() == Some(n.as_str()))
+                .map(|s| s.name.clone())
+                .collect();
+            if found.is_empty() {
+                return Err(Refusal::NotFound(format!("no slot {n} on this machine")));
+            }
+            out.extend(found);
+        }
+        Ok(out)
+    }
+
     /// The schedd claims the slot matched under `claim_id` for `job_ad`.
     /// Returns the claimed slot's name and ad (a dynamic slot carved from
     /// a partitionable one).
@@ -455,6 +837,9 @@ impl Machine {
         schedd_addr: &str,
         now: i64,
     ) -> Result<(String, ClassAd), Refusal> {
+        if self.find_claim(claim_id).is_none() && self.find_preempting(claim_id).is_some() {
+            return Err(Self::being_preempted());
+        }
         let (i, pending) = self.find_claim(claim_id).ok_or_else(Self::not_found)?;
         let ad = self.slot_ad(i, now);
         check_claim(&ad, job_ad, now)
@@ -506,6 +891,8 @@ impl Machine {
             status,
             claim: Some(claim),
             pending: Vec::new(),
+            preempting: None,
+            latches: BTreeMap::new(),
             next_child: 1,
         };
         let name = child.name.clone();
@@ -558,7 +945,7 @@ impl Machine {
         Ok(Launch {
             slot: self.slots[i].name.clone(),
             slot_ad: self.slot_ad(i, now),
-            max_vacate_secs: self.config.max_vacate_secs,
+            max_vacate_secs: self.policy(i, now).max_vacate_time,
         })
     }
 
@@ -578,7 +965,7 @@ impl Machine {
     ) -> Result<Vec<(String, Action)>, Refusal> {
         let i = self.claimed(claim_id)?;
         let actions = self.apply(i, Event::Deactivate { graceful }, now)?;
-        Ok(self.settle(i, actions))
+        Ok(self.settle(i, actions, now))
     }
 
     /// Gives the claim up (a match, a claim, a pending match of a
@@ -594,7 +981,7 @@ impl Machine {
             }
             Some((i, false)) => {
                 let actions = self.apply(i, Event::Release, now)?;
-                Ok(self.settle(i, actions))
+                Ok(self.settle(i, actions, now))
             }
         }
     }
@@ -608,34 +995,74 @@ impl Machine {
             c.job = None;
         }
         match self.apply(i, Event::StarterExited, now) {
-            Ok(actions) => self.settle(i, actions),
+            Ok(actions) => self.settle(i, actions, now),
             Err(_) => Vec::new(),
         }
     }
 
-    /// Time passes: matches and idle claims time out, IS_OWNER is
-    /// evaluated.
+    /// Time passes (every `POLLING_INTERVAL`): matches and idle claims
+    /// time out, latches are updated and every slot's policy is evaluated
+    /// until it settles.
     pub fn tick(&mut self, now: i64) -> Vec<(String, Action)> {
         let timeout = self.config.timeouts.match_timeout;
+        for s in &mut self.slots {
+            s.pending.retain(|c| now - c.matched_at < timeout);
+        }
+        self.update_latches(now);
+        let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
         let mut out = Vec::new();
-        let mut i = 0;
-        while i < self.slots.len() {
-            self.slots[i]
-                .pending
-                .retain(|c| now - c.matched_at < timeout);
-            let ad = self.slot_ad(i, now);
-            let is_owner = evaluator(now)
-                .eval(&self.config.is_owner, Some(&ad), None)
-                .is_true();
-            let before = self.slots.len();
-            if let Ok(actions) = self.apply(i, Event::Tick { is_owner }, now) {
-                out.extend(self.settle(i, actions));
-            }
-            if self.slots.len() == before {
-                i += 1;
+        for name in names {
+            out.extend(self.evaluate_slot_named(&name, now));
+        }
+        out
+    }
+
+    /// Evaluates the policy of one slot until it settles (each transition
+    /// changes the timers and states the expressions see).
+    fn evaluate_slot_named(&mut self, name: &str, now: i64) -> Vec<(String, Action)> {
+        let mut out = Vec::new();
+        for _ in 0..8 {
+            let Some(i) = self.index(name) else { break };
+            let before = self.slots[i].status;
+            let Ok(actions) = self.apply(i, Event::Tick, now) else {
+                break;
+            };
+            let quiet = actions.is_empty() && self.slots[i].status == before;
+            out.extend(self.settle(i, actions, now));
+            if quiet {
+                break;
             }
         }
         out
+    }
+
+    fn update_latches(&mut self, now: i64) {
+        if self.config.latches.is_empty() {
+            return;
+        }
+        for i in 0..self.slots.len() {
+            let ad = self.slot_ad(i, now);
+            let job = self.job_ad(i).cloned();
+            let mut ev = evaluator(now);
+            let mut values = Vec::new();
+            for (name, e) in &self.config.latches {
+                let v = match ev.eval(e, Some(&ad), job.as_ref()) {
+                    Value::Bool(b) => Value::Int(i64::from(b)),
+                    v => v,
+                };
+                values.push((name.clone(), v));
+            }
+            let latches = &mut self.slots[i].latches;
+            for (name, v) in values {
+                match latches.get(&name) {
+                    Some((old, _)) if classad::unparse_value(old) == classad::unparse_value(&v) => {
+                    }
+                    _ => {
+                        latches.insert(name, (v, now));
+                    }
+                }
+            }
+        }
     }
 
     /// Every slot's ad, with its name.
@@ -703,15 +1130,19 @@ impl Machine {
         ad.insert_value("OpSysLongName", f.opsys_long_name.as_str());
         // load: a busy slot's job accounts for up to its CPUs of the
         // machine's load; the rest is the owner's, spread evenly
+        let running = |s: &Slot| {
+            s.status.state == State::Claimed
+                && matches!(s.status.activity, Activity::Busy | Activity::Retiring)
+        };
         let busy_cpus: i64 = self
             .slots
             .iter()
-            .filter(|s| s.status.activity == Activity::Busy)
+            .filter(|s| running(s))
             .map(|s| s.cpus)
             .sum();
         let condor_total = f.load_avg.min(busy_cpus as f64);
         let owner_share = (f.load_avg - condor_total).max(0.0) / self.slots.len().max(1) as f64;
-        let condor = if s.status.activity == Activity::Busy && busy_cpus > 0 {
+        let condor = if running(s) && busy_cpus > 0 {
             condor_total * s.cpus as f64 / busy_cpus as f64
         } else {
             0.0
@@ -742,20 +1173,62 @@ impl Machine {
         ad.insert_value("Activity", s.status.activity.as_str());
         ad.insert_value("EnteredCurrentState", s.status.entered_state);
         ad.insert_value("EnteredCurrentActivity", s.status.entered_activity);
+        ad.insert_value("StateTimer", now - s.status.entered_state);
+        ad.insert_value("ActivityTimer", now - s.status.entered_activity);
         ad.insert_value("MyCurrentTime", now);
         ad.insert_value("DaemonStartTime", f.start_time);
-        ad.insert_value("MachineMaxVacateTime", c.max_vacate_secs);
-        ad.insert("Start", c.start.clone());
-        if let Ok(req) = classad::parse_expr("START") {
+        ad.insert_value("Draining", self.draining());
+        let job = s.claim.as_ref().and_then(|c| c.job.as_ref());
+        let vanilla = job.is_some_and(|j| {
+            evaluator(now)
+                .eval_attr("JobUniverse", &j.job_ad, None)
+                .as_int()
+                == Some(5)
+        });
+        if let Some(p) = c.policies.get(&s.id) {
+            for (attr, _, _) in &p.exprs {
+                if let Some(e) = p.get(attr, vanilla) {
+                    ad.insert(*attr, e.clone());
+                }
+            }
+        } else {
+            ad.insert("Start", c.start.clone());
+            ad.insert("Rank", c.rank.clone());
+            ad.insert("IsOwner", c.is_owner.clone());
+        }
+        // HTCondor's slot Requirements: START, except while the slot cannot
+        // take a job (Owner, Preempting, Drained)
+        let req = match s.status.state {
+            State::Owner | State::Preempting | State::Drained => "false",
+            _ => "START",
+        };
+        if let Ok(req) = classad::parse_expr(req) {
             ad.insert("Requirements", req);
         }
-        ad.insert("Rank", c.rank.clone());
-        ad.insert("IsOwner", c.is_owner.clone());
         for (name, e) in &c.extra_attrs {
             ad.insert(name.as_str(), e.clone());
         }
-        for (name, e) in &self.cron {
+        for (name, (v, t)) in &s.latches {
+            ad.insert_value(&format!("{name}Value"), v.clone());
+            ad.insert_value(&format!("{name}Time"), *t);
+        }
+        for (name, e) in self.cron.iter().chain(self.overrides.iter()) {
             ad.insert(name.as_str(), e.clone());
+        }
+        if let Some(j) = job {
+            let st = &s.status;
+            ad.insert_value("TotalJobRunTime", st.job_started.map_or(0, |t| now - t));
+            ad.insert_value("TotalJobSuspendTime", st.job_suspend_secs(now));
+            ad.insert_value("JobRunTimeNotSuspended", st.job_run_secs(now));
+            ad.insert_value("NumSuspensions", st.suspensions);
+            for name in &c.job_attrs {
+                if let Some(e) = j.job_ad.lookup(name) {
+                    ad.insert(name.as_str(), e.clone());
+                }
+            }
+        }
+        if let Some(t) = s.claim.as_ref().and_then(|c| c.claimed_at) {
+            ad.insert_value("TotalClaimRunTime", now - t);
         }
         let mut current_rank = 0.0;
         if let Some(cl) = &s.claim {
@@ -1149,5 +1622,261 @@ mod tests {
         m.facts.keyboard_idle = 600;
         m.tick(2);
         assert_eq!(m.slots[0].status.state, State::Unclaimed);
+    }
+
+    fn running(m: &mut Machine, claim: &str, job_ad: &ClassAd, now: i64) {
+        m.match_notice("slot1@node.example", claim, "a@d", "", now)
+            .unwrap();
+        m.claim(claim, job_ad, "", now).unwrap();
+        m.activate(claim, job_ad, "1.0", "", now).unwrap();
+    }
+
+    fn state_of(m: &Machine, slot: &str) -> (State, Activity) {
+        let s = m.slot(slot).unwrap();
+        (s.status.state, s.status.activity)
+    }
+
+    /// HTCondor's desktop expressions (POLICY : Desktop with its fragments
+    /// expanded), times scaled down.
+    fn desktop() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("NUM_CPUS", "1"),
+            ("START", "((KeyboardIdle > 60) && ((LoadAvg - CondorLoadAvg) <= 0.3 || (State != \"Unclaimed\" && State != \"Owner\")))"),
+            ("SUSPEND", "((KeyboardIdle < 60) || (((time() - CpuBusyTime) > 120) && CpuBusyValue == 1))"),
+            ("CONTINUE", "(((LoadAvg - CondorLoadAvg) <= 0.3) && ((time() - EnteredCurrentActivity) > 10) && (KeyboardIdle > 30))"),
+            ("PREEMPT", "(((Activity == \"Suspended\") && ((time() - EnteredCurrentActivity) > 100)) || (SUSPEND && (WANT_SUSPEND == False)))"),
+            ("WANT_SUSPEND", "(TARGET.ImageSize < 15 * 1024 || KeyboardIdle >= 60 || TARGET.JobUniverse == 5) && (SUSPEND)"),
+            ("WANT_VACATE", "true"),
+            ("IS_OWNER", "(START =?= False)"),
+            ("STARTD_LATCH_EXPRS", "CpuBusy"),
+            ("CpuBusy", "((LoadAvg - CondorLoadAvg) >= 0.5)"),
+        ]
+    }
+
+    #[test]
+    fn desktop_policy_suspends_continues_and_vacates() {
+        let mut m = machine(&desktop());
+        m.facts.load_avg = 0.0;
+        m.facts.keyboard_idle = 1000;
+        m.tick(1000);
+        let slot = "slot1@node.example";
+        assert_eq!(state_of(&m, slot), (State::Unclaimed, Activity::Idle));
+        let j = job("[ Owner = \"a\"; JobUniverse = 5; ImageSize = 100; Requirements = true ]");
+        running(&mut m, CLAIM, &j, 1000);
+        // the latch is published
+        let ad = &m.ads(1001)[0].1;
+        assert_eq!(attr(ad, "CpuBusyValue"), v(0_i64));
+        // the owner is back: suspended at the next poll
+        m.facts.keyboard_idle = 0;
+        let a = m.tick(1005);
+        assert_eq!(a, vec![(slot.to_string(), Action::Suspend)]);
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Suspended));
+        // still busy: stays suspended
+        assert!(m.tick(1050).is_empty());
+        // the owner leaves: continued
+        m.facts.keyboard_idle = 100;
+        let a = m.tick(1060);
+        assert_eq!(a, vec![(slot.to_string(), Action::Continue)]);
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Busy));
+        // back again, and stays past the max suspend time: vacated
+        m.facts.keyboard_idle = 0;
+        m.tick(1070);
+        assert_eq!(state_of(&m, slot).1, Activity::Suspended);
+        assert!(m.tick(1170).is_empty());
+        let a = m.tick(1171);
+        assert_eq!(
+            a,
+            vec![
+                (slot.to_string(), Action::Continue),
+                (slot.to_string(), Action::SoftKillStarter)
+            ]
+        );
+        assert_eq!(state_of(&m, slot), (State::Preempting, Activity::Vacating));
+        let ad = &m.ads(1171)[0].1;
+        assert_eq!(attr(ad, "Requirements"), v(false));
+        let a = m.starter_exited(slot, 1172);
+        assert_eq!(a, vec![(slot.to_string(), Action::DropClaim)]);
+        // the owner is still there: Owner (START is false)
+        m.tick(1173);
+        assert_eq!(state_of(&m, slot), (State::Owner, Activity::Idle));
+        m.facts.keyboard_idle = 100;
+        m.tick(1180);
+        assert_eq!(state_of(&m, slot), (State::Unclaimed, Activity::Idle));
+    }
+
+    #[test]
+    fn per_slot_knobs_and_slot_id_in_expressions() {
+        let mut m = machine(&[
+            ("NUM_CPUS", "3"),
+            ("START", "SlotID <= 2"),
+            ("SLOT2_START", "TARGET.Owner == \"bob\""),
+        ]);
+        let alice = job("[ Owner = \"alice\"; Requirements = true ]");
+        let bob = job("[ Owner = \"bob\"; Requirements = true ]");
+        let ads = m.ads(0);
+        let mut ev = evaluator(0);
+        let ok = |ev: &mut Evaluator, i: usize, j: &ClassAd| {
+            ev.eval_attr("Requirements", &ads[i].1, Some(j)).is_true()
+        };
+        assert!(ok(&mut ev, 0, &alice));
+        assert!(!ok(&mut ev, 1, &alice));
+        assert!(ok(&mut ev, 1, &bob));
+        assert!(!ok(&mut ev, 2, &bob));
+        // slot 3's START is locally false: IS_OWNER stays false (default)
+        m.tick(1);
+        assert_eq!(m.slots[2].status.state, State::Unclaimed);
+    }
+
+    #[test]
+    fn startd_job_attrs_are_copied_from_the_running_job() {
+        let mut m = machine(&[
+            ("NUM_CPUS", "1"),
+            ("STARTD_JOB_ATTRS", "BolognaBatchJob LongRunningJob"),
+        ]);
+        let j = job("[ Owner = \"a\"; BolognaBatchJob = true; Requirements = true ]");
+        running(&mut m, CLAIM, &j, 10);
+        let ad = &m.ads(20)[0].1;
+        assert_eq!(attr(ad, "BolognaBatchJob"), v(true));
+        assert!(ad.lookup("LongRunningJob").is_none());
+        assert_eq!(attr(ad, "ActivityTimer"), v(10_i64));
+        assert_eq!(attr(ad, "TotalJobRunTime"), v(10_i64));
+        m.starter_exited("slot1@node.example", 30);
+        assert!(m.ads(31)[0].1.lookup("BolognaBatchJob").is_none());
+    }
+
+    #[test]
+    fn the_job_may_lower_retirement_and_vacate_times_but_not_raise_them() {
+        let mut m = machine(&[
+            ("NUM_CPUS", "1"),
+            ("MAXJOBRETIREMENTTIME", "100"),
+            ("MachineMaxVacateTime", "50"),
+        ]);
+        let j = job("[ Owner = \"a\"; MaxJobRetirementTime = 10; JobMaxVacateTime = 500; Requirements = true ]");
+        running(&mut m, CLAIM, &j, 0);
+        let p = m.policy(0, 5);
+        assert_eq!((p.max_job_retirement_time, p.max_vacate_time), (10, 50));
+    }
+
+    #[test]
+    fn want_hold_with_reason_and_subcode() {
+        let mut m = machine(&[
+            ("NUM_CPUS", "1"),
+            ("PREEMPT", "TARGET.Big =?= true"),
+            ("WANT_HOLD", "TARGET.Big =?= true"),
+            ("WANT_HOLD_REASON", "too big for this machine"),
+            ("WANT_HOLD_SUBCODE", "7"),
+        ]);
+        let j = job("[ Owner = \"a\"; Big = true; Requirements = true ]");
+        running(&mut m, CLAIM, &j, 0);
+        let a = m.tick(1);
+        let slot = "slot1@node.example".to_string();
+        assert_eq!(
+            a,
+            vec![
+                (
+                    slot.clone(),
+                    Action::Hold {
+                        reason: "too big for this machine".into(),
+                        subcode: 7
+                    }
+                ),
+                (slot, Action::SoftKillStarter)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_preempting_match_waits_for_the_job_then_takes_the_slot() {
+        let mut m = machine(&[("NUM_CPUS", "1"), ("MAXJOBRETIREMENTTIME", "60")]);
+        let slot = "slot1@node.example";
+        running(&mut m, CLAIM, &simple_job(), 0);
+        // an ordinary match on a claimed slot is stale
+        assert!(matches!(
+            m.match_notice(slot, CLAIM2, "b@d", "", 1),
+            Err(Refusal::Conflict(_))
+        ));
+        let a = m
+            .preempting_match(slot, CLAIM2, "b@d", "<1.2.3.4:5>", 10)
+            .unwrap();
+        assert!(a.is_empty());
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Retiring));
+        // a second one is refused: already being preempted
+        let third = "claim-aaaaaaaaaaaaaaaaaaaa";
+        assert!(matches!(
+            m.preempting_match(slot, third, "c@d", "", 11),
+            Err(Refusal::Conflict(_))
+        ));
+        // the new schedd must wait
+        assert!(matches!(
+            m.claim(CLAIM2, &simple_job(), "", 12),
+            Err(Refusal::Unavailable(_))
+        ));
+        // the old claim still works for the keep-alive
+        assert!(m.claim_status(CLAIM).is_ok());
+        assert!(m.tick(59).is_empty());
+        let a = m.tick(60);
+        assert_eq!(a, vec![(slot.to_string(), Action::SoftKillStarter)]);
+        let a = m.starter_exited(slot, 61);
+        assert_eq!(
+            a,
+            vec![
+                (slot.to_string(), Action::DropClaim),
+                (slot.to_string(), Action::PromoteClaim)
+            ]
+        );
+        assert_eq!(state_of(&m, slot), (State::Matched, Activity::Idle));
+        assert!(matches!(m.claim_status(CLAIM), Err(Refusal::NotFound(_))));
+        let (_, ad) = m.claim(CLAIM2, &simple_job(), "", 62).unwrap();
+        assert_eq!(attr(&ad, "RemoteUser"), v("b@d"));
+    }
+
+    #[test]
+    fn vacate_and_drain_by_command() {
+        let mut m = machine(&[("NUM_CPUS", "2")]);
+        running(&mut m, CLAIM, &simple_job(), 0);
+        let a = m.vacate(&["slot1".to_string()], true, 5).unwrap();
+        assert_eq!(
+            a,
+            vec![("slot1@node.example".to_string(), Action::SoftKillStarter)]
+        );
+        assert!(matches!(
+            m.vacate(&["slot9".to_string()], true, 5),
+            Err(Refusal::NotFound(_))
+        ));
+        // draining: slot 2 drains at once, slot 1 once its job is gone
+        m.drain(false, 6).unwrap();
+        assert_eq!(
+            state_of(&m, "slot2@node.example"),
+            (State::Drained, Activity::Retiring)
+        );
+        m.starter_exited("slot1@node.example", 7);
+        m.tick(8);
+        assert_eq!(
+            state_of(&m, "slot1@node.example"),
+            (State::Drained, Activity::Idle)
+        );
+        assert_eq!(
+            state_of(&m, "slot2@node.example"),
+            (State::Drained, Activity::Idle)
+        );
+        assert!(m
+            .match_notice("slot2@node.example", CLAIM2, "a@d", "", 9)
+            .is_err());
+        m.drain(true, 10).unwrap();
+        assert_eq!(
+            state_of(&m, "slot2@node.example"),
+            (State::Unclaimed, Activity::Idle)
+        );
+    }
+
+    #[test]
+    fn an_idle_claim_evaluates_start_against_its_job() {
+        let mut m = machine(&[("NUM_CPUS", "1"), ("START", "TARGET.Owner == \"a\"")]);
+        let slot = "slot1@node.example";
+        m.match_notice(slot, CLAIM, "a@d", "", 0).unwrap();
+        m.claim(CLAIM, &job("[ Owner = \"a\"; Requirements = true ]"), "", 0)
+            .unwrap();
+        assert!(m.tick(1).is_empty());
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Idle));
     }
 }

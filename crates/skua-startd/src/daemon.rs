@@ -21,7 +21,8 @@ use skua_net::routing::post;
 use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, AdUpdate, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
-    DeactivateRequest, Invalidate, MatchNotice, ReleaseRequest, StarterSpec,
+    DeactivateRequest, DrainRequest, Invalidate, MatchNotice, ReleaseRequest, SlotStates,
+    StarterHold, StarterSpec, VacateRequest,
 };
 use skua_slot::{Action, Machine, Refusal, StartdConfig};
 use tokio::io::AsyncWriteExt as _;
@@ -39,6 +40,8 @@ pub enum Request {
     Deactivate(DeactivateRequest),
     Release(ReleaseRequest),
     Alive(ClaimAlive),
+    Vacate(VacateRequest),
+    Drain(DrainRequest),
 }
 
 /// A route's answer.
@@ -47,6 +50,7 @@ pub enum Reply {
     Ack,
     Claim(ClaimReply),
     Status(ClaimStatus),
+    States(SlotStates),
 }
 
 /// Everything the loop reacts to.
@@ -147,11 +151,34 @@ async fn alive_route(
     }
 }
 
+async fn vacate_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<VacateRequest>,
+) -> Result<Json<SlotStates>, ApiError> {
+    match ask(&st, &caller, Request::Vacate(req)).await? {
+        Reply::States(s) => Ok(Json(s)),
+        _ => Err(ApiError::internal("no slot states")),
+    }
+}
+
+async fn drain_route(
+    State(st): State<Shared>,
+    caller: Caller,
+    Json(req): Json<DrainRequest>,
+) -> Result<Json<SlotStates>, ApiError> {
+    match ask(&st, &caller, Request::Drain(req)).await? {
+        Reply::States(s) => Ok(Json(s)),
+        _ => Err(ApiError::internal("no slot states")),
+    }
+}
+
 fn api_error(r: Refusal) -> ApiError {
     match r {
         Refusal::NotFound(m) => ApiError::not_found(m),
         Refusal::Conflict(m) => ApiError::conflict(m),
         Refusal::BadRequest(m) => ApiError::bad_request(m),
+        Refusal::Unavailable(m) => ApiError::unavailable(m),
     }
 }
 
@@ -205,6 +232,10 @@ fn pgid_file(execute: &Path, pid: u32) -> PathBuf {
     execute.join(format!("dir_{pid}.pgid"))
 }
 
+fn hold_file(execute: &Path, pid: u32) -> PathBuf {
+    execute.join(format!("dir_{pid}.hold"))
+}
+
 /// Kills the process group named in `file` (if any) and removes it.
 fn kill_group_of(file: &Path) {
     if let Ok(text) = std::fs::read_to_string(file) {
@@ -229,6 +260,12 @@ pub fn clean_execute(execute: &Path) {
     };
     let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     entries.sort();
+    for p in entries
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "hold"))
+    {
+        let _ = std::fs::remove_file(p);
+    }
     for p in entries
         .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "pgid"))
@@ -262,6 +299,7 @@ pub fn clean_execute(execute: &Path) {
 /// After a starter exited: an abnormal exit leaves its job's process
 /// group behind, so it is killed; the scratch directory goes either way.
 fn clean_after_starter(execute: &Path, pid: u32, abnormal: bool) {
+    let _ = std::fs::remove_file(hold_file(execute, pid));
     let file = pgid_file(execute, pid);
     if abnormal {
         kill_group_of(&file);
@@ -485,9 +523,69 @@ impl Shell {
                         self.act(more, now);
                     }
                 }
+                Action::Suspend => {
+                    tracing::info!("{slot}: suspending the job");
+                    signal_starter(&self.starters, &slot, Signal::SIGUSR1);
+                }
+                Action::Continue => {
+                    tracing::info!("{slot}: continuing the job");
+                    signal_starter(&self.starters, &slot, Signal::SIGUSR2);
+                }
+                Action::Hold { reason, subcode } => {
+                    tracing::info!("{slot}: WANT_HOLD holds the job: {reason}");
+                    if let Some(st) = self.starters.get(&slot) {
+                        let hold = StarterHold {
+                            reason,
+                            code: skua_slot::HOLD_CODE_STARTD,
+                            subcode,
+                        };
+                        let path = hold_file(&self.setup.execute, st.pid);
+                        match serde_json::to_vec(&hold) {
+                            Ok(doc) => {
+                                if let Err(e) = std::fs::write(&path, doc) {
+                                    tracing::warn!("writing {}: {e}", path.display());
+                                }
+                            }
+                            Err(e) => tracing::warn!("encoding the hold: {e}"),
+                        }
+                    }
+                }
+                Action::KillStarterTree => {
+                    if let Some(st) = self.starters.get(&slot) {
+                        tracing::warn!(
+                            "{slot}: KILLING_TIMEOUT ran out; killing starter {} and its job",
+                            st.pid
+                        );
+                        kill_group_of(&pgid_file(&self.setup.execute, st.pid));
+                        if let Ok(pid) = i32::try_from(st.pid) {
+                            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                        }
+                    }
+                }
                 Action::DropClaim => tracing::info!("{slot}: claim dropped"),
+                Action::PromoteClaim => {
+                    tracing::info!("{slot}: matched to the preempting claim")
+                }
                 Action::SpawnStarter => {}
             }
+        }
+    }
+
+    /// Every slot's name, state and activity.
+    fn states(&self) -> SlotStates {
+        SlotStates {
+            slots: self
+                .machine
+                .slots
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.clone(),
+                        s.status.state.as_str().to_string(),
+                        s.status.activity.as_str().to_string(),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -503,12 +601,47 @@ impl Shell {
             api_error(r)
         };
         match request {
+            Request::Match(m) if m.preempting => {
+                let actions = self
+                    .machine
+                    .preempting_match(&m.slot, &m.claim_id, &m.submitter, &m.schedd_addr, now)
+                    .map_err(|r| refused("preempting match", r))?;
+                tracing::info!(
+                    "{} matched to {} ({}), preempting its claim",
+                    m.slot,
+                    m.submitter,
+                    m.schedd_addr
+                );
+                self.act(actions, now);
+                Ok(Reply::Ack)
+            }
             Request::Match(m) => {
                 self.machine
                     .match_notice(&m.slot, &m.claim_id, &m.submitter, &m.schedd_addr, now)
                     .map_err(|r| refused("match", r))?;
                 tracing::info!("{} matched to {} ({})", m.slot, m.submitter, m.schedd_addr);
                 Ok(Reply::Ack)
+            }
+            Request::Vacate(v) => {
+                tracing::info!("vacate {:?} asked by {caller}", v.slots);
+                let actions = self
+                    .machine
+                    .vacate(&v.slots, !v.fast, now)
+                    .map_err(|r| refused("vacate", r))?;
+                self.act(actions, now);
+                Ok(Reply::States(self.states()))
+            }
+            Request::Drain(d) => {
+                tracing::info!(
+                    "{} asked by {caller}",
+                    if d.cancel { "drain cancel" } else { "drain" }
+                );
+                let actions = self
+                    .machine
+                    .drain(d.cancel, now)
+                    .map_err(|r| refused("drain", r))?;
+                self.act(actions, now);
+                Ok(Reply::States(self.states()))
             }
             Request::Claim(c) => {
                 let job = classad::parse_ad(&c.job_ad)
@@ -606,6 +739,37 @@ impl Shell {
     }
 }
 
+/// `STARTD_ATTRIBUTE_FILE`: `Name = expression` lines (old ClassAd
+/// syntax, `#` comments) that override the slot ads' measured and cron
+/// attributes, e.g. `KeyboardIdle = 0` to play an owner at the keyboard.
+/// A missing or unreadable file overrides nothing; a bad line is skipped.
+pub fn read_attribute_file(path: &Path) -> BTreeMap<String, Expr> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return out;
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        match classad::parse_expr(value.trim()) {
+            Ok(e) => {
+                out.insert(name.to_string(), e);
+            }
+            Err(e) => tracing::warn!("{}: {name}: {e}", path.display()),
+        }
+    }
+    out
+}
+
 fn host_name() -> String {
     skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")
@@ -659,6 +823,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::STARTD_DEACTIVATE, post(deactivate_route))
         .command(&routes::STARTD_RELEASE, post(release_route))
         .command(&routes::STARTD_ALIVE, post(alive_route))
+        .command(&routes::STARTD_VACATE, post(vacate_route))
+        .command(&routes::STARTD_DRAIN, post(drain_route))
         .with_state(Shared {
             events: events_tx.clone(),
         });
@@ -695,11 +861,20 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         events: events_tx,
         cron: BTreeMap::new(),
     };
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // the policy is evaluated every POLLING_INTERVAL (and after every
+    // event); the owner's activity is measured (and the attribute file
+    // read) at each poll
+    let polling = u64::try_from(shell.machine.config.polling_interval)
+        .unwrap_or(5)
+        .max(1);
+    let mut tick = tokio::time::interval(Duration::from_secs(polling));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut measure = tokio::time::interval(ctx.update_interval);
-    measure.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    measure.tick().await;
+    let attribute_file = ctx
+        .knob("STARTD_ATTRIBUTE_FILE")?
+        .filter(|f| !f.trim().is_empty())
+        .map(PathBuf::from);
+    let mut last_ads = String::new();
+    let mut last_publish = tokio::time::Instant::now();
     loop {
         let mut changed = false;
         tokio::select! {
@@ -710,9 +885,15 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                         let r = shell.request(request, &caller).await;
                         changed = r.is_ok();
                         let _ = reply.send(r);
+                        let now = now_secs();
+                        let actions = shell.machine.tick(now);
+                        shell.act(actions, now);
                     }
                     Event::StarterExited { slot, pid, status } => {
                         shell.starter_exited(&slot, pid, status);
+                        let now = now_secs();
+                        let actions = shell.machine.tick(now);
+                        shell.act(actions, now);
                     }
                     Event::Cron { job, attrs } => {
                         shell.cron.insert(job, attrs);
@@ -725,17 +906,20 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             }
             _ = tick.tick() => {
-                let now = now_secs();
-                let actions = shell.machine.tick(now);
-                changed = !actions.is_empty();
-                shell.act(actions, now);
-            }
-            _ = measure.tick() => {
                 let f = facts::measure(&sources);
                 shell.machine.facts.load_avg = f.load_avg;
                 shell.machine.facts.keyboard_idle = f.keyboard_idle;
                 shell.machine.facts.console_idle = f.console_idle;
-                changed = true;
+                if let Some(file) = &attribute_file {
+                    shell.machine.overrides = read_attribute_file(file);
+                }
+                let now = now_secs();
+                let actions = shell.machine.tick(now);
+                shell.act(actions, now);
+                // advertise when a state changed (the timers always do)
+                let states = format!("{:?}", shell.states());
+                changed = states != last_ads || last_publish.elapsed() >= ctx.update_interval;
+                last_ads = states;
             }
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break; }
@@ -743,6 +927,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
         if changed {
             let _ = ads_tx.send(shell.machine.ads(now_secs()));
+            last_publish = tokio::time::Instant::now();
         }
     }
     tracing::info!("startd shutting down");

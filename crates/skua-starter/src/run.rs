@@ -338,6 +338,17 @@ impl Starter<'_> {
         self.meter.sample();
         self.meter.finish();
 
+        // the startd's WANT_HOLD: it wrote why before stopping the job
+        if matches!(ending, Ending::Vacated | Ending::Killed) {
+            if let Some(h) = self.startd_hold() {
+                tracing::info!(reason = %h.reason, "the startd holds the job");
+                return Ok(RunOutcome::Held {
+                    reason: h.reason,
+                    code: h.code,
+                    subcode: h.subcode,
+                });
+            }
+        }
         let (outcome, send_outputs) = match ending {
             Ending::Exited(status) => (outcome_of(status), true),
             Ending::Vacated => (
@@ -361,6 +372,14 @@ impl Starter<'_> {
             self.send_outputs(&baseline, executable.as_deref()).await?;
         }
         Ok(outcome)
+    }
+
+    /// The startd's hold request (`dir_<pid>.hold`), if it wrote one.
+    fn startd_hold(&self) -> Option<skua_proto::StarterHold> {
+        let path =
+            Path::new(&self.spec.execute_dir).join(format!("dir_{}.hold", std::process::id()));
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
     }
 
     fn write_ad_files(&self) -> Result<(), String> {

@@ -2,7 +2,7 @@
 //! attributes in `skua status`, STARTD_ATTRS and STARTD_CRON, the clean-up
 //! of leftover execute directories, and matching, claiming, activating,
 //! deactivating and releasing a slot through its routes with a fake
-//! starter.
+//! starter, and a match that preempts a running claim.
 
 #![allow(clippy::unwrap_used)]
 
@@ -404,4 +404,141 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     assert_eq!(remote_status(&e), 404, "{e}");
     assert!(pool.logs().contains("unknown claim id"), "{}", pool.logs());
     let _ = host;
+}
+
+#[test]
+fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
+    let base = scratch("startd-preempt-files");
+    let marks = base.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let starter = base.join("fake_starter.sh");
+    let mut pool = startd_pool(
+        "startd-preempt",
+        &[
+            ("_CONDOR_NUM_CPUS", "1"),
+            ("_CONDOR_POLLING_INTERVAL", "1"),
+            ("_CONDOR_MAXJOBRETIREMENTTIME", "4"),
+        ],
+    );
+    let execute = pool.dir.join("execute");
+    // a starter whose job ignores nothing: SIGTERM ends it
+    write_script(
+        &starter,
+        &format!(
+            "#!/bin/sh\nIFS= read -r spec\nmkdir \"{e}/dir_$$\"\necho started > \"{m}/run.$$\"\n\
+             trap 'echo term > \"{m}/term.$$\"; exit 0' TERM\nwhile true; do sleep 1; done\n",
+            m = marks.display(),
+            e = execute.display()
+        ),
+    );
+    pool.extra_env.push((
+        "_CONDOR_STARTER".into(),
+        starter.to_string_lossy().into_owned(),
+    ));
+    pool.start();
+    wait_for("one slot", Duration::from_secs(30), || {
+        status_af(&pool, &["Name"]).len() == 1
+    });
+    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let rt = runtime();
+    let client = skua_net::Client::new(
+        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
+                  RequestMemory = 10; Requirements = true ]";
+    let notice = |claim: &str, who: &str, preempting: bool| MatchNotice {
+        slot: slot1.clone(),
+        claim_id: claim.into(),
+        submitter: who.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+        preempting,
+    };
+    let claim = |id: &str| ClaimRequest {
+        claim_id: id.into(),
+        job_ad: job_ad.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+    };
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_MATCH,
+            Some(&notice(CLAIM, "alice@test", false)),
+        ))
+        .unwrap();
+    let _: ClaimReply = rt
+        .block_on(client.command(&routes::STARTD_CLAIM, Some(&claim(CLAIM))))
+        .unwrap();
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_ACTIVATE,
+            Some(&ActivateRequest {
+                claim_id: CLAIM.into(),
+                job_ad: job_ad.into(),
+                job_id: "1.0".into(),
+                shadow_addr: "<127.0.0.1:1>".into(),
+            }),
+        ))
+        .unwrap();
+    wait_for("the job running", Duration::from_secs(10), || {
+        status_af(&pool, &["Activity"]) == ["Busy"]
+    });
+    // the preempting match is accepted; the job retires
+    let new_claim = "startd-test-preempting-claim-000000";
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_MATCH,
+            Some(&notice(new_claim, "bob@test", true)),
+        ))
+        .unwrap();
+    // a second preempting match is refused: already being preempted
+    let e = rt
+        .block_on(client.command::<_, Ack>(
+            &routes::STARTD_MATCH,
+            Some(&notice(
+                "startd-test-preempting-claim-111111",
+                "carol@test",
+                true,
+            )),
+        ))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 409, "{e}");
+    // the new schedd asks too early: Unavailable, ask again
+    let e = rt
+        .block_on(client.command::<_, ClaimReply>(&routes::STARTD_CLAIM, Some(&claim(new_claim))))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 503, "{e}");
+    assert!(e.to_string().contains("being preempted"), "{e}");
+    // after MaxJobRetirementTime the job gets SIGTERM, the old claim is gone
+    // and the slot is Matched to the new one
+    wait_for("the job vacated", Duration::from_secs(15), || {
+        std::fs::read_dir(&marks)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("term."))
+    });
+    let reply = loop {
+        match rt.block_on(
+            client.command::<_, ClaimReply>(&routes::STARTD_CLAIM, Some(&claim(new_claim))),
+        ) {
+            Ok(r) => break r,
+            Err(e) if remote_status(&e) == 503 => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert!(
+        reply.slot_ad.contains("RemoteUser = \"bob@test\""),
+        "{}",
+        reply.slot_ad
+    );
+    let e = rt
+        .block_on(client.command::<_, Ack>(
+            &routes::STARTD_RELEASE,
+            Some(&ReleaseRequest {
+                claim_id: CLAIM.into(),
+            }),
+        ))
+        .unwrap_err();
+    assert_eq!(remote_status(&e), 404, "the old claim is gone: {e}");
 }
