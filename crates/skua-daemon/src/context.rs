@@ -2,7 +2,7 @@
 //! reach other daemons.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use skua_config::Config;
@@ -52,30 +52,39 @@ fn path_knob(config: &Config, name: &str) -> Result<PathBuf, DaemonError> {
 
 /// HTCondor's built-in `LOCAL_DIR` is `$(TILDE)`, the home of a `condor`
 /// account: without such an account and without a configuration naming
-/// one, `LOG`, `SPOOL`, `EXECUTE` and `LOCK` would become `/log`,
-/// `/spool`, ... at the root of the file system. A daemon refuses that
-/// rather than scatter its files there.
-fn check_local_dir(config: &Config) -> Result<(), DaemonError> {
+/// one, `LOG`, `LOCK` and the key directory would become `/log`, `/lock`,
+/// `/passwords.d` at the root of the file system. A daemon refuses that
+/// rather than scatter its files there (`knobs`: the paths it creates).
+fn check_local_dir(config: &Config, knobs: &[&str]) -> Result<(), DaemonError> {
     if knob(config, "LOCAL_DIR")?.is_some() {
         return Ok(());
     }
-    let derived: Vec<&str> = ["LOG", "SPOOL", "EXECUTE", "LOCK"]
-        .into_iter()
-        .filter(|k| {
-            config
-                .knob(k)
-                .is_none_or(|v| matches!(v.origin, skua_config::Origin::Default))
-        })
-        .collect();
-    if derived.is_empty() {
+    let mut at_root = Vec::new();
+    for k in knobs {
+        if let Some(v) = knob(config, k)? {
+            let path = Path::new(&v);
+            let parent = if k.ends_with("_FILE") {
+                path.parent().unwrap_or(path)
+            } else {
+                path
+            };
+            if parent
+                .parent()
+                .is_none_or(|p| p == Path::new("/") || p.as_os_str().is_empty())
+            {
+                at_root.push(format!("{k} = {v}"));
+            }
+        }
+    }
+    if at_root.is_empty() {
         return Ok(());
     }
     Err(DaemonError::Config(format!(
         "LOCAL_DIR is not set (HTCondor's default is the home of a `condor` account, and there \
-         is none), so {} would be directories at the root of the file system. Name a \
-         configuration file in SKUA_CONFIG, set LOCAL_DIR, or run `skuad master` (or `skua pool \
-         start`) with no configuration file to get a personal pool in ~/.skua/pool",
-        derived.join(", ")
+         is none), so {} would be at the root of the file system. Name a configuration file in \
+         SKUA_CONFIG, set LOCAL_DIR, or run `skuad master` (or `skua pool start`) with no \
+         configuration file to get a personal pool in ~/.skua/pool",
+        at_root.join(", ")
     )))
 }
 
@@ -251,7 +260,12 @@ impl DaemonContext {
     /// creates) the pool signing key.
     pub fn from_config(subsystem: &str, config: Config) -> Result<DaemonContext, DaemonError> {
         let subsystem = subsystem.to_ascii_uppercase();
-        check_local_dir(&config)?;
+        let create_key = matches!(subsystem.as_str(), "COLLECTOR" | "MASTER");
+        let mut created = vec!["LOG", "LOCK"];
+        if create_key {
+            created.push("SEC_TOKEN_POOL_SIGNING_KEY_FILE");
+        }
+        check_local_dir(&config, &created)?;
         let log_dir = path_knob(&config, "LOG")?;
         let lock_dir = path_knob(&config, "LOCK")?;
         for d in [&log_dir, &lock_dir] {
@@ -262,7 +276,6 @@ impl DaemonContext {
         let env = crate::system_config::environment();
         let owner =
             crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
-        let create_key = matches!(subsystem.as_str(), "COLLECTOR" | "MASTER");
         let signing_key = security::load_signing_key(&config, create_key)?;
         let daemon_token = signing_key
             .as_ref()
