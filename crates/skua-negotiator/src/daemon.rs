@@ -168,7 +168,11 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
         stats.duration = started.elapsed();
         return Ok(stats);
     }
-    let input = CycleInput { slots, submitters };
+    let input = CycleInput {
+        slots,
+        submitters,
+        ..CycleInput::default()
+    };
     let mut ev = skua_negotiation::evaluator(now_secs(), skua_daemon::local_utc_offset);
     let outcome = negotiate(&input, &mut ev);
     stats.rejected = outcome.unmatched.iter().map(|u| u.count as usize).sum();
