@@ -128,7 +128,7 @@ impl Policy {
     /// The policy from knob values (`knob(name)` gives a knob's text, `None`
     /// when unset): unset knobs keep HTCondor's defaults; an empty
     /// `NEGOTIATOR_PRE_JOB_RANK`/`POST_JOB_RANK` means none.
-    pub fn from_knobs(knob: impl Fn(&str) -> Option<String>) -> Result<Policy, PolicyError> {
+    pub fn from_knobs(mut knob: impl FnMut(&str) -> Option<String>) -> Result<Policy, PolicyError> {
         let mut p = Policy::default();
         let parse = |name: &str, text: &str| {
             parse_expr(text).map_err(|e| PolicyError {
@@ -439,6 +439,25 @@ fn slot_only(ev: &mut Evaluator, e: &Expr, slot: &ClassAd) -> Option<f64> {
     }
 }
 
+/// A request's evaluation against one (static) slot, shared by every
+/// request with the same match signature.
+#[derive(Clone, Copy, Debug)]
+struct Eval {
+    slot: usize,
+    /// The slot's Rank of the job.
+    slot_rank: f64,
+    job_rank: f64,
+    pre: f64,
+    post: f64,
+}
+
+/// The ephemeral attributes of the candidate's submitter.
+const SUBMITTER_ATTRS: [&str; 3] = [
+    "submitteruserprio",
+    "submittorprio",
+    "submitteruserresourcesinuse",
+];
+
 struct Cycle<'a> {
     input: &'a CycleInput,
     slots: Vec<SlotState>,
@@ -448,6 +467,15 @@ struct Cycle<'a> {
     /// Slots that may still be given (candidates not yet taken).
     free: usize,
     prio_preemption: bool,
+    /// Job attributes that matter to matching beside the job's own
+    /// Requirements and Rank: what the slots and the policy's rank
+    /// expressions refer to.
+    significant: BTreeSet<String>,
+    /// The ranks refer to the submitter's ephemeral attributes: requests
+    /// of different submitters never share evaluations.
+    per_submitter: bool,
+    /// Evaluations against the static slots, by match signature.
+    evals: std::collections::HashMap<String, std::rc::Rc<Vec<Eval>>>,
     out: CycleOutcome,
 }
 
@@ -482,25 +510,18 @@ impl<'a> Cycle<'a> {
             let mut kind = kind;
             if kind == Kind::Busy {
                 remote = remote_user(ev, &ad);
-                match &remote {
-                    None => kind = Kind::Out,
-                    Some(u) => {
-                        remote_prio = input.priorities.get(u).copied();
-                        if let Some(p) = remote_prio {
-                            ad.insert_value("RemoteUserPrio", p);
-                        }
-                        let in_use = usage.get(u).map_or(0.0, |x| x.weighted);
-                        ad.insert_value("RemoteUserResourcesInUse", in_use);
-                        current_rank =
-                            number(&ev.eval_attr("CurrentRank", &ad, None)).unwrap_or(0.0);
-                    }
+                if remote.is_none() {
+                    kind = Kind::Out;
                 }
+                current_rank = number(&ev.eval_attr("CurrentRank", &ad, None)).unwrap_or(0.0);
             }
-            let rank_expr = ad.lookup("Rank").cloned();
-            let static_rank = match &rank_expr {
-                None => Some(0.0),
-                Some(e) => slot_only(ev, e, &ad).map(|r| if r == f64::MIN { 0.0 } else { r }),
-            };
+            let mut static_rank = None;
+            if kind != Kind::Out {
+                static_rank = match ad.lookup("Rank") {
+                    None => Some(0.0),
+                    Some(e) => slot_only(ev, e, &ad).map(|r| if r == f64::MIN { 0.0 } else { r }),
+                };
+            }
             if kind == Kind::Busy
                 && !prio_preemption
                 && static_rank.is_some_and(|r| r <= current_rank)
@@ -508,14 +529,27 @@ impl<'a> Cycle<'a> {
                 // Neither kind of preemption can ever apply.
                 kind = Kind::Out;
             }
-            let static_pre = match &policy.pre_job_rank {
-                None => Some(0.0),
-                Some(e) => slot_only(ev, e, &ad),
-            };
-            let static_post = match &policy.post_job_rank {
-                None => Some(0.0),
-                Some(e) => slot_only(ev, e, &ad),
-            };
+            if kind == Kind::Busy {
+                if let Some(u) = &remote {
+                    remote_prio = input.priorities.get(u).copied();
+                    if let Some(p) = remote_prio {
+                        ad.insert_value("RemoteUserPrio", p);
+                    }
+                    let in_use = usage.get(u).map_or(0.0, |x| x.weighted);
+                    ad.insert_value("RemoteUserResourcesInUse", in_use);
+                }
+            }
+            let (mut static_pre, mut static_post) = (None, None);
+            if kind != Kind::Out {
+                static_pre = match &policy.pre_job_rank {
+                    None => Some(0.0),
+                    Some(e) => slot_only(ev, e, &ad),
+                };
+                static_post = match &policy.post_job_rank {
+                    None => Some(0.0),
+                    Some(e) => slot_only(ev, e, &ad),
+                };
+            }
             slots.push(SlotState {
                 ad,
                 kind,
@@ -567,6 +601,25 @@ impl<'a> Cycle<'a> {
             candidate_slots: free,
             ..CycleOutcome::default()
         };
+        let candidates: Vec<ClassAd> = slots
+            .iter()
+            .filter(|s| s.kind != Kind::Out)
+            .map(|s| s.ad.clone())
+            .collect();
+        let mut significant: BTreeSet<String> =
+            significant_attributes(&candidates).into_iter().collect();
+        for e in [&policy.pre_job_rank, &policy.post_job_rank]
+            .into_iter()
+            .flatten()
+        {
+            let r = classad::references(e, &ClassAd::new());
+            significant.extend(r.internal);
+            significant.extend(r.external);
+        }
+        for name in ["requestcpus", "requestmemory", "requestdisk"] {
+            significant.insert(name.into());
+        }
+        let per_submitter = SUBMITTER_ATTRS.iter().any(|a| significant.contains(*a));
         Cycle {
             input,
             slots,
@@ -574,8 +627,90 @@ impl<'a> Cycle<'a> {
             order,
             free,
             prio_preemption,
+            significant,
+            per_submitter,
+            evals: std::collections::HashMap::new(),
             out,
         }
+    }
+
+    /// What makes two requests alike for matching: their Requirements and
+    /// Rank, the values of every job attribute those refer to, and of the
+    /// attributes the slots and ranks refer to.
+    fn signature(&self, k: usize, job: &ClassAd) -> String {
+        let mut names = self.significant.clone();
+        let mut key = String::new();
+        for attr in ["Requirements", "Rank"] {
+            let r = classad::attribute_references(job, attr);
+            names.extend(r.internal);
+        }
+        if self.per_submitter {
+            key.push_str(&self.input.submitters[k].name);
+            key.push('\n');
+        }
+        for n in &names {
+            if SUBMITTER_ATTRS.contains(&n.as_str()) {
+                continue;
+            }
+            key.push_str(n);
+            key.push('=');
+            match job.lookup(n) {
+                Some(e) => key.push_str(&e.to_string()),
+                None => key.push('\u{0}'),
+            }
+            key.push('\n');
+        }
+        key
+    }
+
+    /// The evaluations of `job` against every static slot not yet taken
+    /// that it matches (both Requirements).
+    fn evaluate(&self, ev: &mut Evaluator, job: &ClassAd) -> Vec<Eval> {
+        let policy = &self.input.policy;
+        let mut out = Vec::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.taken || s.kind == Kind::Out || s.partitionable {
+                continue;
+            }
+            if let Some(e) = Self::evaluate_one(ev, policy, job, i, s) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    fn evaluate_one(
+        ev: &mut Evaluator,
+        policy: &Policy,
+        job: &ClassAd,
+        i: usize,
+        s: &SlotState,
+    ) -> Option<Eval> {
+        if !symmetric_match(ev, job, &s.ad).matched {
+            return None;
+        }
+        if s.partitionable && !Self::fits(ev, job, &s.ad) {
+            return None;
+        }
+        let slot_rank = match s.static_rank {
+            Some(r) => r,
+            None if s.kind == Kind::Busy => number(&rank(ev, &s.ad, job)).unwrap_or(0.0),
+            None => 0.0,
+        };
+        let eval_or = |ev: &mut Evaluator, e: &Option<Expr>, fixed: Option<f64>| match fixed {
+            Some(v) => v,
+            None => e
+                .as_ref()
+                .and_then(|e| number(&ev.eval(e, Some(&s.ad), Some(job))))
+                .unwrap_or(f64::MIN),
+        };
+        Some(Eval {
+            slot: i,
+            slot_rank,
+            job_rank: number(&rank(ev, job, &s.ad)).unwrap_or(0.0),
+            pre: eval_or(ev, &policy.pre_job_rank, s.static_pre),
+            post: eval_or(ev, &policy.post_job_rank, s.static_post),
+        })
     }
 
     /// The job ad with the submitter's ephemeral attributes.
@@ -596,30 +731,39 @@ impl<'a> Cycle<'a> {
     }
 
     /// Every candidate slot for the job, best first.
-    fn candidates(&self, ev: &mut Evaluator, k: usize, job: &ClassAd) -> Vec<Cand> {
+    fn candidates(&mut self, ev: &mut Evaluator, k: usize, job: &ClassAd) -> Vec<Cand> {
+        let sig = self.signature(k, job);
+        let shared = match self.evals.get(&sig) {
+            Some(e) => e.clone(),
+            None => {
+                let e = std::rc::Rc::new(self.evaluate(ev, job));
+                self.evals.insert(sig, e.clone());
+                e
+            }
+        };
         let policy = &self.input.policy;
+        let mut evals: Vec<Eval> = shared
+            .iter()
+            .filter(|e| !self.slots[e.slot].taken)
+            .copied()
+            .collect();
+        // Partitionable slots change as they are carved: evaluated anew.
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.partitionable && !s.taken && s.kind != Kind::Out {
+                evals.extend(Self::evaluate_one(ev, policy, job, i, s));
+            }
+        }
         let name = &self.input.submitters[k].name;
         let sub_prio = self.subs[k].priority;
-        let mut out = Vec::new();
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.taken || s.kind == Kind::Out {
-                continue;
-            }
-            if !symmetric_match(ev, job, &s.ad).matched {
-                continue;
-            }
-            if s.partitionable && !Self::fits(ev, job, &s.ad) {
-                continue;
-            }
+        let mut out = Vec::with_capacity(evals.len());
+        for e in evals {
+            let s = &self.slots[e.slot];
             let mut preempt = None;
             if s.kind == Kind::Busy {
-                let new_rank = s
-                    .static_rank
-                    .unwrap_or_else(|| number(&rank(ev, &s.ad, job)).unwrap_or(0.0));
-                if new_rank > s.current_rank {
+                if e.slot_rank > s.current_rank {
                     preempt = Some(PreemptionKind::Rank);
                 } else if self.prio_preemption
-                    && new_rank >= s.current_rank
+                    && e.slot_rank >= s.current_rank
                     && s.remote_user.as_deref() != Some(name.as_str())
                     && s.remote_prio.is_some_and(|p| sub_prio < p)
                     && ev
@@ -631,16 +775,6 @@ impl<'a> Cycle<'a> {
                     continue;
                 }
             }
-            let eval_or = |ev: &mut Evaluator, e: &Option<Expr>, fixed: Option<f64>| match fixed {
-                Some(v) => v,
-                None => e
-                    .as_ref()
-                    .and_then(|e| number(&ev.eval(e, Some(&s.ad), Some(job))))
-                    .unwrap_or(f64::MIN),
-            };
-            let pre = eval_or(ev, &policy.pre_job_rank, s.static_pre);
-            let post = eval_or(ev, &policy.post_job_rank, s.static_post);
-            let job_rank = number(&rank(ev, job, &s.ad)).unwrap_or(0.0);
             let (class, preemption_rank) = match preempt {
                 None => (2, 0.0),
                 Some(kind) => (
@@ -650,11 +784,11 @@ impl<'a> Cycle<'a> {
                 ),
             };
             out.push(Cand {
-                slot: i,
+                slot: e.slot,
                 key: Key {
-                    pre,
-                    job: job_rank,
-                    post,
+                    pre: e.pre,
+                    job: e.job_rank,
+                    post: e.post,
                     class,
                     preemption_rank,
                 },
