@@ -14,6 +14,7 @@ mod q_fmt;
 mod queue_cmd;
 mod status_fmt;
 mod submit_cmd;
+mod userprio;
 
 pub use submit_cmd::build_submission;
 
@@ -65,12 +66,14 @@ enum SkuaCommand {
     /// Change job priorities, like condor_prio.
     #[command(allow_negative_numbers = true)]
     Prio(queue_cmd::PrioArgs),
+    /// Show or change user priorities, like condor_userprio.
+    Userprio(userprio::UserprioArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
-    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit",
+    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "userprio",
 ];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,
@@ -125,6 +128,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::History(a) => queue_cmd::history(a),
         SkuaCommand::Qedit(a) => queue_cmd::qedit(a),
         SkuaCommand::Prio(a) => queue_cmd::prio(a),
+        SkuaCommand::Userprio(a) => userprio::run(a),
     }
 }
 
