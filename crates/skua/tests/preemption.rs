@@ -148,7 +148,9 @@ fn the_thrashing_guard_keeps_a_young_job() {
     let rejections = || {
         pool.ok(&[
             "status",
-            "-negotiator",
+            "-any",
+            "-constraint",
+            "MyType == \"Negotiator\"",
             "-af",
             "LastNegotiationCycleRejections0",
         ])
