@@ -15,6 +15,7 @@ mod queue_cmd;
 mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
+mod userprio;
 
 pub use submit_cmd::build_submission;
 
@@ -70,12 +71,15 @@ enum SkuaCommand {
     Vacate(startd_cmd::VacateArgs),
     /// Drain machines (or cancel draining), like condor_drain.
     Drain(startd_cmd::DrainArgs),
+    /// Show or change user priorities, like condor_userprio.
+    Userprio(userprio::UserprioArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
-    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate", "drain",
+    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate",
+    "drain", "userprio",
 ];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,
@@ -132,6 +136,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Prio(a) => queue_cmd::prio(a),
         SkuaCommand::Vacate(a) => startd_cmd::vacate(a),
         SkuaCommand::Drain(a) => startd_cmd::drain(a),
+        SkuaCommand::Userprio(a) => userprio::run(a),
     }
 }
 

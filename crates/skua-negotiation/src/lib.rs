@@ -1,9 +1,13 @@
 //! The matchmaker's pure core.
 //!
 //! - [`negotiate`]: one negotiation cycle, a pure function of the slot ads,
-//!   the submitters' resource requests (autoclusters with counts) and their
-//!   priorities, and the time. It returns the matches it made and, per
-//!   request, how many jobs found no slot.
+//!   the submitters' resource requests (autoclusters with counts), their
+//!   priorities, the policy and the time. It returns the matches it made
+//!   (some preempting running jobs) and, per request, how many jobs found
+//!   no slot. Fair share: HTCondor's pie spins; candidates in HTCondor's
+//!   order; rank and priority preemption.
+//! - [`Accountant`]: user priorities from usage (decaying with
+//!   `PRIORITY_HALFLIFE`), priority factors, accumulated usage.
 //! - [`significant_attributes`]: the job attributes slot ads refer to, which
 //!   the schedd groups its idle jobs by.
 //! - [`analyze`]: why a job does or does not match (`skua q -better-analyze`):
@@ -12,13 +16,16 @@
 //! No I/O, no clock: the daemon (`skua-negotiator`) gathers the ads and
 //! carries out the matches.
 
+pub mod accountant;
 mod analyze;
 mod cycle;
 
+pub use accountant::{Accountant, AccountantError, Customer, InUse, Standing, MIN_PRIORITY};
 pub use analyze::{analyze, Analysis, ClauseCount};
 pub use cycle::{
-    negotiate, significant_attributes, CycleInput, CycleOutcome, Match, Request, Submitter,
-    Unmatched,
+    negotiate, significant_attributes, slot_weight, usage_from_slots, CycleInput, CycleOutcome,
+    Match, Policy, PolicyError, Preemption, PreemptionKind, Request, Submitter, SubmitterFigures,
+    Unmatched, DEFAULT_POST_JOB_RANK, DEFAULT_PREEMPTION_RANK, DEFAULT_PRE_JOB_RANK,
 };
 
 use classad::{EvalOptions, Evaluator};

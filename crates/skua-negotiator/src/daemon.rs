@@ -5,40 +5,182 @@
 //! 1. reads the slot (`Machine`) and `Submitter` ads from the collector;
 //! 2. asks each submitter's schedd for its resource requests (autoclusters
 //!    grouped by the job attributes the slots refer to);
-//! 3. matches them with [`skua_negotiation::negotiate`];
-//! 4. for each match makes a claim id (256 random bits), tells the startd
-//!    (`/startd/match`; a refusal means the match was stale and it is
-//!    dropped) and then the schedd (`/schedd/matches`), which claims the
-//!    slot itself.
+//! 3. ages the accountant's user priorities with the resources each user
+//!    has in use (counted from the claimed slot ads) and saves them
+//!    (`$(SPOOL)/Accountant.json`, written to a temporary file and renamed);
+//! 4. matches the requests with [`skua_negotiation::negotiate`] (fair share,
+//!    rank and priority preemption under the policy knobs);
+//! 5. for each match makes a claim id (256 random bits), tells the startd
+//!    (`/startd/match`, `preempting` when the slot is claimed; a refusal
+//!    means the match was stale and it is dropped) and then the schedd
+//!    (`/schedd/matches`), which claims the slot itself.
+//!
+//! It also answers `/negotiator/userprio` (READ) and
+//! `/negotiator/userprio_edit` (ADMINISTRATOR) for `skua userprio`.
 //!
 //! A schedd or startd that does not answer delays nothing but its own part
 //! of the cycle: every call is bounded by a timeout.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use classad::{parse_ad, ClassAd};
 use skua_daemon::{now_secs, Advertiser, DaemonContext};
-use skua_negotiation::{negotiate, significant_attributes, CycleInput, Request, Submitter};
+use skua_negotiation::{
+    negotiate, significant_attributes, usage_from_slots, Accountant, CycleInput, Policy, Request,
+    Submitter,
+};
 use skua_net::routing::post;
-use skua_net::{Json, Listener, Routes, Server};
+use skua_net::{ApiError, Json, Listener, Routes, Server};
 use skua_proto::{
     routes, Ack, MatchInfo, MatchNotice, Matches, Query, QueryReply, Reschedule, ResourceRequests,
-    ResourceRequestsReply,
+    ResourceRequestsReply, UserPrioChange, UserPrioEdit, UserPrioQuery, UserPrioRecord,
+    UserPrioReply,
 };
 use tokio::sync::{watch, Notify};
 
 /// Timeout of each call to a collector, schedd or startd.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The accountant and how it is kept.
+struct Books {
+    accountant: Accountant,
+    /// Where it is saved (`None`: nowhere, SPOOL is not defined).
+    file: Option<PathBuf>,
+    /// `DEFAULT_PRIO_FACTOR`.
+    default_factor: f64,
+    /// `PRIORITY_HALFLIFE`, seconds.
+    halflife: f64,
+}
+
+impl Books {
+    /// Saves the accountant: a temporary file beside it, then a rename.
+    fn save(&self) {
+        let Some(file) = &self.file else { return };
+        if let Err(e) = save_accountant(file, &self.accountant) {
+            tracing::warn!("saving the accountant to {}: {e:#}", file.display());
+        }
+    }
+}
+
+fn save_accountant(file: &Path, acct: &Accountant) -> anyhow::Result<()> {
+    let text = serde_json::to_vec_pretty(acct)?;
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    {
+        use std::io::Write as _;
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(&text)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, file).with_context(|| format!("renaming {}", tmp.display()))?;
+    Ok(())
+}
+
+/// Reads the saved accountant; a missing file is a fresh start, an
+/// unreadable one is set aside (`.corrupt`) with a warning.
+fn load_accountant(file: &Path) -> Accountant {
+    match std::fs::read(file) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(a) => a,
+            Err(e) => {
+                let aside = file.with_extension("corrupt");
+                tracing::warn!(
+                    "{} is unreadable ({e}); starting with empty priorities, the file is kept as {}",
+                    file.display(),
+                    aside.display()
+                );
+                let _ = std::fs::rename(file, &aside);
+                Accountant::new()
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Accountant::new(),
+        Err(e) => {
+            tracing::warn!(
+                "reading {}: {e}; starting with empty priorities",
+                file.display()
+            );
+            Accountant::new()
+        }
+    }
+}
+
+/// What the routes share with the cycle loop.
+struct Shared {
+    wake: Notify,
+    books: Mutex<Books>,
+}
+
+fn lock(m: &Mutex<Books>) -> MutexGuard<'_, Books> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 async fn reschedule(
-    skua_net::State(wake): skua_net::State<Arc<Notify>>,
+    skua_net::State(shared): skua_net::State<Arc<Shared>>,
     Json(_): Json<Reschedule>,
 ) -> Json<Ack> {
-    wake.notify_one();
+    shared.wake.notify_one();
     Json(Ack {})
+}
+
+async fn userprio(
+    skua_net::State(shared): skua_net::State<Arc<Shared>>,
+    Json(q): Json<UserPrioQuery>,
+) -> Json<UserPrioReply> {
+    let books = lock(&shared.books);
+    let users = books
+        .accountant
+        .standings(books.default_factor)
+        .into_iter()
+        .filter(|s| {
+            q.all || s.resources_used > 0.0 || s.real_priority > skua_negotiation::MIN_PRIORITY
+        })
+        .map(|s| UserPrioRecord {
+            name: s.name,
+            effective_priority: s.effective_priority,
+            real_priority: s.real_priority,
+            factor: s.factor,
+            resources_used: s.resources_used,
+            weighted_resources_used: s.weighted_resources_used,
+            accumulated_usage: s.accumulated_usage,
+            weighted_accumulated_usage: s.weighted_accumulated_usage,
+            begin_usage_time: s.begin_usage_time,
+            last_usage_time: s.last_usage_time,
+        })
+        .collect();
+    Json(UserPrioReply {
+        users,
+        default_factor: books.default_factor,
+        halflife: books.halflife,
+        last_update: books.accountant.last_update,
+    })
+}
+
+async fn userprio_edit(
+    skua_net::State(shared): skua_net::State<Arc<Shared>>,
+    caller: skua_net::Caller,
+    Json(e): Json<UserPrioEdit>,
+) -> Result<Json<Ack>, ApiError> {
+    let mut books = lock(&shared.books);
+    let done = match e.change {
+        UserPrioChange::SetFactor { factor } => books.accountant.set_factor(&e.user, factor),
+        UserPrioChange::SetPriority { priority } => {
+            books.accountant.set_priority(&e.user, priority)
+        }
+        UserPrioChange::ResetUsage => books.accountant.reset_usage(&e.user, now_secs()),
+    };
+    done.map_err(|err| ApiError::bad_request(err.to_string()))?;
+    tracing::info!(
+        "{} changed the record of {}: {:?}",
+        caller.identity,
+        e.user,
+        e.change
+    );
+    books.save();
+    Ok(Json(Ack {}))
 }
 
 /// A new claim id: 32 random bytes, hex.
@@ -66,10 +208,15 @@ fn number_attr(ad: &ClassAd, name: &str) -> Option<f64> {
 #[derive(Default, Debug, Clone, Copy)]
 struct CycleStats {
     slots: usize,
+    candidate_slots: usize,
     submitters: usize,
     requests: usize,
+    idle_jobs: u64,
     matches: usize,
+    preemptions: usize,
     rejected: usize,
+    spins: u32,
+    end: i64,
     duration: Duration,
 }
 
@@ -101,14 +248,49 @@ async fn query(ctx: &DaemonContext, ad_type: &str) -> anyhow::Result<Vec<ClassAd
         .collect())
 }
 
-async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
+/// The policy knobs, read at each cycle.
+fn policy(ctx: &DaemonContext) -> anyhow::Result<Policy> {
+    let mut bad = None;
+    let p = Policy::from_knobs(|name| match ctx.knob(name) {
+        Ok(v) => v,
+        Err(e) => {
+            bad = Some(e);
+            None
+        }
+    })?;
+    if let Some(e) = bad {
+        return Err(e.into());
+    }
+    Ok(p)
+}
+
+async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStats> {
     let started = Instant::now();
+    let policy = policy(ctx)?;
     let slots = query(ctx, "Machine").await?;
     let submitter_ads = query(ctx, "Submitter").await?;
     let significant = significant_attributes(&slots);
     let mut stats = CycleStats {
         slots: slots.len(),
         ..CycleStats::default()
+    };
+    // Phase 2: the accountant, aged to now with what is in use.
+    let now = now_secs();
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+    let in_use = usage_from_slots(&mut ev, &slots, &policy);
+    let (priorities, default_factor) = {
+        let mut books = lock(&shared.books);
+        let halflife = books.halflife;
+        books.accountant.update(now, &in_use, halflife);
+        books.save();
+        let f = books.default_factor;
+        let prios: BTreeMap<String, f64> = books
+            .accountant
+            .customers
+            .keys()
+            .map(|u| (u.clone(), books.accountant.effective_priority(u, f)))
+            .collect();
+        (prios, f)
     };
     // Ask every schedd with idle jobs for its requests.
     let mut submitters = Vec::new();
@@ -156,22 +338,40 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
             })
             .collect();
         stats.requests += requests.len();
+        stats.idle_jobs += requests.iter().map(|r| r.count).sum::<u64>();
         schedd_of.insert(name.clone(), addr);
+        let priority = priorities
+            .get(&name)
+            .copied()
+            .unwrap_or(skua_negotiation::MIN_PRIORITY * default_factor);
         submitters.push(Submitter {
             name,
-            priority: 0.5,
+            priority,
             requests,
         });
     }
     stats.submitters = submitters.len();
     if submitters.is_empty() {
+        stats.end = now_secs();
         stats.duration = started.elapsed();
         return Ok(stats);
     }
-    let input = CycleInput { slots, submitters };
-    let mut ev = skua_negotiation::evaluator(now_secs(), skua_daemon::local_utc_offset);
+    let input = CycleInput {
+        slots,
+        submitters,
+        policy,
+        priorities,
+    };
     let outcome = negotiate(&input, &mut ev);
     stats.rejected = outcome.unmatched.iter().map(|u| u.count as usize).sum();
+    stats.spins = outcome.spins;
+    stats.candidate_slots = outcome.candidate_slots;
+    for f in &outcome.submitters {
+        tracing::debug!(
+            "submitter {}: priority {:.2}, share {:.3}, slice {:.2}, in use {:.2}, given {:.2} ({} match(es))",
+            f.name, f.priority, f.share, f.limit, f.in_use, f.matched_weight, f.matches
+        );
+    }
 
     // Tell each startd, then each schedd.
     let mut for_schedd: BTreeMap<String, Vec<MatchInfo>> = BTreeMap::new();
@@ -192,7 +392,7 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
             claim_id: claim_id.clone(),
             submitter: m.submitter.clone(),
             schedd_addr: schedd_addr.clone(),
-            preempting: false,
+            preempting: m.preempting(),
         };
         let told = match ctx.client_at(&startd_addr, CALL_TIMEOUT) {
             Ok(c) => c
@@ -205,6 +405,16 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
             tracing::info!("match of {slot} for {} dropped: {e}", m.submitter);
             continue;
         }
+        if let Some(p) = &m.preemption {
+            stats.preemptions += 1;
+            tracing::info!(
+                "{} preempts {} (job {}) on {slot} by {:?} preemption",
+                m.submitter,
+                p.remote_user,
+                p.job.as_deref().unwrap_or("?"),
+                p.kind
+            );
+        }
         for_schedd
             .entry(m.submitter.clone())
             .or_default()
@@ -214,7 +424,7 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
                 slot,
                 slot_ad: m.slot_ad.to_string(),
                 startd_addr,
-                preempting: false,
+                preempting: m.preempting(),
             });
     }
     for (submitter, matches) in for_schedd {
@@ -240,6 +450,7 @@ async fn cycle(ctx: &DaemonContext) -> anyhow::Result<CycleStats> {
             Err(e) => tracing::warn!("{n} match(es) for {submitter} not delivered: {e}"),
         }
     }
+    stats.end = now_secs();
     stats.duration = started.elapsed();
     Ok(stats)
 }
@@ -262,8 +473,26 @@ fn negotiator_ad(name: &str, addr: &str, start: i64, last: &CycleStats) -> Class
         "LastNegotiationCycleActiveSubmitterCount0",
         last.submitters as i64,
     );
-    ad.insert_value("LastNegotiationCycleSlotShareIter0", last.slots as i64);
+    ad.insert_value("LastNegotiationCycleTotalSlots0", last.slots as i64);
+    ad.insert_value(
+        "LastNegotiationCycleCandidateSlots0",
+        last.candidate_slots as i64,
+    );
+    ad.insert_value(
+        "LastNegotiationCycleTrimmedSlots0",
+        last.slots.saturating_sub(last.candidate_slots) as i64,
+    );
+    ad.insert_value("LastNegotiationCycleNumIdleJobs0", last.idle_jobs as i64);
+    ad.insert_value(
+        "LastNegotiationCycleNumJobsConsidered0",
+        last.requests as i64,
+    );
+    ad.insert_value("LastNegotiationCyclePreemptions0", last.preemptions as i64);
+    ad.insert_value("LastNegotiationCycleSlotShareIter0", i64::from(last.spins));
     ad.insert_value("LastNegotiationCycleDuration0", last.duration.as_secs_f64());
+    if last.end > 0 {
+        ad.insert_value("LastNegotiationCycleEnd0", last.end);
+    }
     ad
 }
 
@@ -277,7 +506,47 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         "NEGOTIATOR_CYCLE_DELAY",
         20,
     )?);
-    let wake = Arc::new(Notify::new());
+    let halflife = match ctx.knob("PRIORITY_HALFLIFE")? {
+        Some(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|h| h.is_finite() && *h >= 0.0)
+            .with_context(|| format!("PRIORITY_HALFLIFE = {v:?} is not a number of seconds"))?,
+        None => 86400.0,
+    };
+    let default_factor = match ctx.knob("DEFAULT_PRIO_FACTOR")? {
+        Some(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .with_context(|| format!("DEFAULT_PRIO_FACTOR = {v:?} is not a positive number"))?,
+        None => 1000.0,
+    };
+    policy(&ctx).context("negotiator policy")?;
+    let file = match ctx.knob("SPOOL")? {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("creating SPOOL {}", dir.display()))?;
+            Some(dir.join("Accountant.json"))
+        }
+        None => {
+            tracing::warn!("SPOOL is not defined: user priorities will not survive a restart");
+            None
+        }
+    };
+    let accountant = file.as_deref().map(load_accountant).unwrap_or_default();
+    let shared = Arc::new(Shared {
+        wake: Notify::new(),
+        books: Mutex::new(Books {
+            accountant,
+            file,
+            default_factor,
+            halflife,
+        }),
+    });
     let tcp = ctx.tcp_listener(0).await.context("negotiator")?;
     let sock = ctx.socket_path()?;
     let unix = Listener::unix(&sock)
@@ -285,7 +554,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .context("negotiator: binding its Unix socket")?;
     let routes = Routes::new()
         .command(&routes::NEGOTIATOR_RESCHEDULE, post(reschedule))
-        .with_state(wake.clone());
+        .command(&routes::NEGOTIATOR_USERPRIO, post(userprio))
+        .command(&routes::NEGOTIATOR_USERPRIO_EDIT, post(userprio_edit))
+        .with_state(shared.clone());
     let server = Server::new(ctx.server_config(), routes).context("negotiator: server setup")?;
     let handle = server.spawn(vec![tcp, unix]);
     let addr = handle.local_addr().context("negotiator: no TCP address")?;
@@ -312,12 +583,12 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {
                 last_cycle = Some(tokio::time::Instant::now());
-                match cycle(&ctx).await {
+                match cycle(&ctx, &shared).await {
                     Ok(stats) => {
                         if stats.submitters > 0 {
                             tracing::info!(
-                                "cycle: {} slot(s), {} submitter(s), {} request(s), {} match(es), {} job(s) unmatched, {:?}",
-                                stats.slots, stats.submitters, stats.requests, stats.matches, stats.rejected, stats.duration
+                                "cycle: {} slot(s), {} submitter(s), {} request(s), {} match(es) ({} preempting), {} job(s) unmatched, {} spin(s), {:?}",
+                                stats.slots, stats.submitters, stats.requests, stats.matches, stats.preemptions, stats.rejected, stats.spins, stats.duration
                             );
                         }
                         last = stats;
@@ -326,7 +597,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
                 next = tokio::time::Instant::now() + interval;
             }
-            _ = wake.notified() => {
+            _ = shared.wake.notified() => {
                 let earliest = last_cycle.map_or_else(tokio::time::Instant::now, |t| t + delay);
                 next = next.min(earliest.max(tokio::time::Instant::now()));
             }

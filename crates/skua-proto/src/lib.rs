@@ -26,6 +26,7 @@ pub use error::{ErrorBody, ErrorCode};
 pub use master::{CommandReply, DaemonCommand, MasterCommand};
 pub use negotiator::{
     MatchInfo, Matches, Reschedule, ResourceRequest, ResourceRequests, ResourceRequestsReply,
+    UserPrioChange, UserPrioEdit, UserPrioQuery, UserPrioRecord, UserPrioReply,
 };
 pub use routes::Route;
 pub use schedd::{

@@ -72,3 +72,82 @@ pub struct Matches {
 /// (condor_reschedule; the schedd sends it when jobs become idle).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reschedule {}
+
+/// `POST /negotiator/userprio` (READ): the accountant's records
+/// (condor_userprio).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserPrioQuery {
+    /// Every known user; otherwise only users with resources in use or a
+    /// priority above the minimum (HTCondor's default listing).
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// One user's record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserPrioRecord {
+    /// `user@uiddomain`.
+    pub name: String,
+    /// Effective priority: real priority x factor (lower is better).
+    pub effective_priority: f64,
+    /// Real priority (0.5 at best).
+    pub real_priority: f64,
+    /// Priority factor.
+    pub factor: f64,
+    /// Slots in use at the last update.
+    pub resources_used: f64,
+    /// Their total slot weight.
+    pub weighted_resources_used: f64,
+    /// Seconds of slot use since usage began (or was reset).
+    pub accumulated_usage: f64,
+    /// The same, each slot counted by its weight.
+    pub weighted_accumulated_usage: f64,
+    /// When usage began (or was reset), seconds since the epoch.
+    #[serde(default)]
+    pub begin_usage_time: Option<i64>,
+    /// When the user last had resources in use.
+    #[serde(default)]
+    pub last_usage_time: Option<i64>,
+}
+
+/// The reply to [`UserPrioQuery`], best effective priority first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserPrioReply {
+    /// The users.
+    pub users: Vec<UserPrioRecord>,
+    /// `DEFAULT_PRIO_FACTOR`.
+    pub default_factor: f64,
+    /// `PRIORITY_HALFLIFE`, seconds.
+    pub halflife: f64,
+    /// When priorities were last updated (seconds since the epoch).
+    #[serde(default)]
+    pub last_update: Option<i64>,
+}
+
+/// An administrator's change to one user's record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum UserPrioChange {
+    /// `condor_userprio -setfactor`: the priority factor (>= 1).
+    SetFactor {
+        /// The factor.
+        factor: f64,
+    },
+    /// `condor_userprio -setprio`: the real priority.
+    SetPriority {
+        /// The priority.
+        priority: f64,
+    },
+    /// `condor_userprio -resetusage`: accumulated usage back to zero.
+    ResetUsage,
+}
+
+/// `POST /negotiator/userprio_edit` (ADMINISTRATOR): change a user's
+/// record; answered `BadRequest` for an invalid value or user name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserPrioEdit {
+    /// `user@uiddomain`.
+    pub user: String,
+    /// The change.
+    pub change: UserPrioChange,
+}

@@ -121,6 +121,22 @@ pub const NEGOTIATOR_RESCHEDULE: Route = Route {
     level: Some(AuthLevel::Write),
 };
 
+/// `POST /negotiator/userprio` with [`crate::UserPrioQuery`] →
+/// [`crate::UserPrioReply`].
+pub const NEGOTIATOR_USERPRIO: Route = Route {
+    method: "POST",
+    path: "/negotiator/userprio",
+    level: Some(AuthLevel::Read),
+};
+
+/// `POST /negotiator/userprio_edit` with [`crate::UserPrioEdit`] →
+/// [`crate::Ack`].
+pub const NEGOTIATOR_USERPRIO_EDIT: Route = Route {
+    method: "POST",
+    path: "/negotiator/userprio_edit",
+    level: Some(AuthLevel::Administrator),
+};
+
 /// `POST /startd/match` with [`crate::MatchNotice`] → [`crate::Ack`].
 pub const STARTD_MATCH: Route = Route {
     method: "POST",
@@ -233,6 +249,8 @@ pub const ALL: &[Route] = &[
     SCHEDD_RESOURCE_REQUESTS,
     SCHEDD_MATCHES,
     NEGOTIATOR_RESCHEDULE,
+    NEGOTIATOR_USERPRIO,
+    NEGOTIATOR_USERPRIO_EDIT,
     STARTD_MATCH,
     STARTD_CLAIM,
     STARTD_ACTIVATE,

@@ -590,7 +590,12 @@ impl Schedd {
     ) -> Option<JobId> {
         if let Some(jobs) = self.autocluster_jobs.get(&autocluster) {
             for j in jobs {
-                if !busy.contains(j) && self.queue.status(*j) == Some(JobStatus::Idle) {
+                // Autocluster ids do not tell owners apart: a match made
+                // for one submitter must run one of its own jobs.
+                let owned = self.queue.job(*j).is_some_and(|ad| {
+                    matches!(ad.lookup("Owner"), Some(classad::Expr::Lit(v)) if v.as_string().as_deref() == Some(owner))
+                });
+                if owned && !busy.contains(j) && self.queue.status(*j) == Some(JobStatus::Idle) {
                     return Some(*j);
                 }
             }

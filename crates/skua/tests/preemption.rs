@@ -1,0 +1,175 @@
+//! Preemption through real daemons: rank preemption (a machine that ranks
+//! a group's jobs higher evicts an outsider's job for them), priority
+//! preemption (PREEMPTION_REQUIREMENTS true, a user with a better priority
+//! evicts), and the thrashing guard (a job that has run less than the
+//! configured time is not preempted). The evicted job goes back to Idle.
+//!
+//! These need the startd's side of claim preemption (a match notice with
+//! `preempting` vacates the running claim).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{fast, wait_for, Pool};
+
+fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
+    let mut env: Vec<(&str, &str)> = fast();
+    env.extend_from_slice(&[
+        ("_CONDOR_NUM_CPUS", "1"),
+        ("_CONDOR_ALIVE_INTERVAL", "1"),
+        ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
+        ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
+        ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
+        ("_CONDOR_MAXJOBRETIREMENTTIME", "0"),
+        ("_CONDOR_MACHINEMAXVACATETIME", "2"),
+    ]);
+    env.extend_from_slice(extra);
+    let mut pool = Pool::new(name, &env);
+    pool.start();
+    wait_for("the slot", Duration::from_secs(30), || {
+        !pool.skua(&["status", "-af", "Name"]).stdout.is_empty()
+    });
+    pool
+}
+
+fn token(pool: &Pool, who: &str) -> PathBuf {
+    let t = pool.ok(&["token", "create", "--identity", &format!("{who}@test")]);
+    let path = pool.home.join(format!("{who}.token"));
+    std::fs::write(&path, t.trim()).unwrap();
+    path
+}
+
+fn submit_as(pool: &Pool, tok: &Path, name: &str, text: &str) {
+    let dir = pool.home.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let mut p = Pool {
+        dir: pool.dir.clone(),
+        home: pool.home.clone(),
+        master_pid: None,
+        extra_env: pool.extra_env.clone(),
+    };
+    p.extra_env
+        .push(("SKUA_TOKEN_FILE".into(), tok.display().to_string()));
+    let out = p.skua(&["submit", file.to_str().unwrap()]);
+    std::mem::forget(p);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `Owner JobStatus` per job.
+fn states(pool: &Pool) -> Vec<String> {
+    let mut v: Vec<String> = pool
+        .ok(&["q", "-allusers", "-af", "Owner", "JobStatus"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+const LONG: &str = "executable = /bin/sleep\narguments = 600\nrequest_disk = 1000\n";
+
+fn bob_runs(pool: &Pool) {
+    let bob = token(pool, "bob");
+    submit_as(pool, &bob, "b.sub", &format!("{LONG}queue\n"));
+    wait_for("bob's job running", Duration::from_secs(60), || {
+        states(pool) == ["bob 2"]
+    });
+}
+
+#[test]
+fn a_machine_that_ranks_a_group_higher_evicts_an_outsider() {
+    let pool = start_pool(
+        "rankpre",
+        &[("_CONDOR_RANK", "TARGET.Group =?= \"physics\"")],
+    );
+    bob_runs(&pool);
+    let alice = token(&pool, "alice");
+    submit_as(
+        &pool,
+        &alice,
+        "a.sub",
+        &format!("{LONG}+Group = \"physics\"\nqueue\n"),
+    );
+    wait_for(
+        "alice's job in bob's place",
+        Duration::from_secs(90),
+        || states(&pool) == ["alice 2", "bob 1"],
+    );
+    pool.ok(&["rm", "-all"]);
+}
+
+#[test]
+fn a_user_with_a_better_priority_evicts_when_preemption_requirements_allow() {
+    let pool = start_pool(
+        "priopre",
+        &[(
+            "_CONDOR_PREEMPTION_REQUIREMENTS",
+            "RemoteUserPrio > SubmitterUserPrio * 1.2",
+        )],
+    );
+    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
+    bob_runs(&pool);
+    pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
+    let alice = token(&pool, "alice");
+    submit_as(&pool, &alice, "a.sub", &format!("{LONG}queue\n"));
+    wait_for(
+        "alice's job in bob's place",
+        Duration::from_secs(90),
+        || states(&pool) == ["alice 2", "bob 1"],
+    );
+    pool.ok(&["rm", "-all"]);
+}
+
+#[test]
+fn the_thrashing_guard_keeps_a_young_job() {
+    let pool = start_pool(
+        "guard",
+        &[(
+            "_CONDOR_PREEMPTION_REQUIREMENTS",
+            "(CurrentTime - JobStart) > 3600 && RemoteUserPrio > SubmitterUserPrio * 1.2",
+        )],
+    );
+    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
+    bob_runs(&pool);
+    pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
+    let alice = token(&pool, "alice");
+    submit_as(&pool, &alice, "a.sub", &format!("{LONG}queue\n"));
+    // Several cycles consider alice's job and reject it.
+    let rejections = || {
+        pool.ok(&[
+            "status",
+            "-any",
+            "-constraint",
+            "MyType == \"Negotiator\"",
+            "-af",
+            "LastNegotiationCycleRejections0",
+        ])
+        .trim()
+        .parse::<i64>()
+        .unwrap_or(0)
+    };
+    let mut cycles = 0;
+    wait_for(
+        "three cycles rejecting alice",
+        Duration::from_secs(60),
+        || {
+            if rejections() > 0 {
+                cycles += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            cycles >= 3
+        },
+    );
+    assert_eq!(states(&pool), ["alice 1", "bob 2"]);
+    pool.ok(&["rm", "-all"]);
+}
