@@ -98,6 +98,9 @@ pub struct StatusArgs {
     /// Collector ads.
     #[arg(long)]
     collector: bool,
+    /// Negotiator ads.
+    #[arg(long)]
+    negotiator: bool,
     /// Ads of every type.
     #[arg(long)]
     any: bool,
@@ -118,6 +121,8 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
         "Scheduler"
     } else if a.collector {
         "Collector"
+    } else if a.negotiator {
+        "Negotiator"
     } else if a.any {
         "Any"
     } else {

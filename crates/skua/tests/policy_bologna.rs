@@ -2,8 +2,8 @@
 //! against a personal pool, with its configuration as its administrators
 //! wrote it for HTCondor; only times are scaled down (BB_SHORT_LIMIT) and
 //! the owner's activity is played in through `STARTD_ATTRIBUTE_FILE`.
-//! Scenarios 1, 4, 5, 6, 7 and 8; scenarios 2 and 3 need the negotiator's
-//! rank and priority preemption.
+//! Scenarios 1, 4, 5, 6, 7 and 8 in one pool, 2 and 3 (rank and priority
+//! preemption in the negotiator) in another.
 
 #![allow(clippy::unwrap_used)]
 
@@ -66,10 +66,10 @@ SUBMIT_ATTRS = $(SUBMIT_ATTRS) SUBMIT_SITE_DOMAIN
 STARTD.SUBMIT_SITE_DOMAIN = $(UID_DOMAIN)
 "#;
 
-/// BB_SHORT_LIMIT in this test (seconds).
+/// BB_SHORT_LIMIT in the scenarios of the short limit (seconds).
 const LIMIT: u64 = 5;
 
-fn bologna_pool(name: &str) -> (Pool, PathBuf) {
+fn bologna_pool(name: &str, limit: u64) -> (Pool, PathBuf) {
     let mut env: Vec<(&str, String)> = fast()
         .into_iter()
         .map(|(k, v)| (k, v.to_string()))
@@ -91,7 +91,7 @@ fn bologna_pool(name: &str) -> (Pool, PathBuf) {
     text.push_str(BOLOGNA);
     text.push_str(CENTRAL_AND_SUBMIT);
     text.push_str(&format!(
-        "\n# scaled down for the test\nBB_SHORT_LIMIT = {LIMIT}\nSTARTD_ATTRIBUTE_FILE = {}\n",
+        "\n# scaled down for the test\nBB_SHORT_LIMIT = {limit}\nSTARTD_ATTRIBUTE_FILE = {}\n",
         owner.display()
     ));
     std::fs::write(pool.config(), text).unwrap();
@@ -115,13 +115,14 @@ fn set_owner(file: &Path, idle: i64) {
     std::fs::rename(tmp, file).unwrap();
 }
 
-/// What the users' wrappers add (`bbs_submit_short`, `bbs_submit_long`).
-fn wrapper(kind: &str) -> Vec<String> {
+/// What the users' wrappers add (`bbs_submit_short`, `bbs_submit_long`),
+/// with the site's BB_SHORT_LIMIT.
+fn wrapper(kind: &str, limit: &str) -> Vec<String> {
     let mut a = Vec::new();
     if kind != "outside" {
         a.push("+BolognaBatchJob = True".to_string());
         a.push(format!(
-            "periodic_remove = (LongRunningJob =!= True && RemoteWallClockTime > {LIMIT})"
+            "periodic_remove = (LongRunningJob =!= True && RemoteWallClockTime > {limit})"
         ));
     }
     if kind == "long" {
@@ -155,7 +156,8 @@ fn submit(
     )
     .unwrap();
     let mut args = vec!["submit".to_string(), format!("{name}.sub")];
-    for a in wrapper(kind) {
+    let limit = pool.ok(&["config", "get", "BB_SHORT_LIMIT"]);
+    for a in wrapper(kind, limit.trim()) {
         args.push("-a".into());
         args.push(a);
     }
@@ -218,9 +220,8 @@ fn nice_of(work: &Path, name: &str) -> Option<i64> {
     fields.get(16)?.parse().ok()
 }
 
-#[test]
-fn bologna_batch_system_policy() {
-    let (mut pool, owner) = bologna_pool("bologna");
+/// The work directory with the job script, open to the job's user.
+fn work_dir(pool: &Pool) -> PathBuf {
     let work = pool.home.join("work");
     std::fs::create_dir_all(&work).unwrap();
     for d in [&work, &pool.home] {
@@ -233,6 +234,13 @@ fn bologna_batch_system_policy() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    work
+}
+
+#[test]
+fn bologna_batch_system_policy() {
+    let (mut pool, owner) = bologna_pool("bologna", LIMIT);
+    let work = work_dir(&pool);
 
     // the owner is at the keyboard
     // 8 and 1: two long BB jobs take the long slots
@@ -342,5 +350,102 @@ fn bologna_batch_system_policy() {
             );
         }
     }
+    pool.ok(&["rm", "-all"]);
+}
+
+/// `NumJobStarts` of a job still in the queue.
+fn starts(pool: &Pool, id: &str) -> i64 {
+    pool.ok(&["q", "-allusers", id, "-af", "NumJobStarts"])
+        .trim()
+        .parse()
+        .unwrap_or(-1)
+}
+
+/// Scenarios 2 and 3: local (BB) jobs preempt outside jobs through the
+/// server's RANK even when the outside user has the better priority, and
+/// an outside user, however good its priority, never preempts a BB job
+/// (PREEMPTION_REQUIREMENTS on a Bologna server).
+#[test]
+fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
+    // a short limit long enough for the whole scenario
+    let (mut pool, owner) = bologna_pool("bologna-preempt", 600);
+    let work = work_dir(&pool);
+    set_owner(&owner, 100_000);
+    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
+    // the outside user submits through a token of its own
+    let token = pool.ok(&["token", "create", "--identity", "outsider@test"]);
+    let token_file = pool.home.join("outsider.token");
+    std::fs::write(&token_file, token.trim()).unwrap();
+    pool.extra_env
+        .push(("SKUA_TOKEN_FILE".into(), token_file.display().to_string()));
+    let out1 = submit(&mut pool, &work, "out1", "outside", 600, None);
+    let out2 = submit(&mut pool, &work, "out2", "outside", 600, None);
+    let out3 = submit(&mut pool, &work, "out3", "outside", 600, None);
+    pool.extra_env.pop();
+    let owner_of = |pool: &Pool, id: &str| {
+        let o = pool.ok(&["q", "-allusers", id, "-af", "Owner"]);
+        format!("{}@{domain}", o.trim())
+    };
+    let outsider = owner_of(&pool, &out1);
+    assert!(outsider.starts_with("outsider@"), "{outsider}");
+    wait_for(
+        "two outside jobs on the short slots",
+        Duration::from_secs(30),
+        || {
+            let mut s: Vec<u32> = [&out1, &out2, &out3]
+                .iter()
+                .filter_map(|id| running_on(&pool, id))
+                .collect();
+            s.sort();
+            s == [1, 2]
+        },
+    );
+    // 2: a short BB job arrives: one outside job is preempted for it,
+    // though the outside user has by far the better priority
+    let local = format!(
+        "{}@{domain}",
+        pool.ok(&["config", "get", "USERNAME"]).trim()
+    );
+    pool.ok(&["userprio", "-setprio", &outsider, "0.5"]);
+    pool.ok(&["userprio", "-setprio", &local, "1000"]);
+    let short = submit(&mut pool, &work, "short", "short", 600, None);
+    assert_eq!(owner_of(&pool, &short), local);
+    let prios = pool.ok(&["userprio", "-all"]);
+    assert!(
+        prios.contains(&local) && prios.contains(&outsider),
+        "{prios}"
+    );
+    wait_for(
+        "the short BB job in an outside job's place",
+        Duration::from_secs(60),
+        || matches!(running_on(&pool, &short), Some(1 | 2)),
+    );
+    let outside_running = [&out1, &out2, &out3]
+        .iter()
+        .filter(|id| running_on(&pool, id).is_some())
+        .count();
+    assert_eq!(outside_running, 1, "one outside job keeps its slot");
+    let requeued = [&out1, &out2]
+        .iter()
+        .filter(|id| job(&pool, id).map(|j| j.0) == Some(1) && starts(&pool, id) == 1)
+        .count();
+    assert_eq!(requeued, 1, "the preempted outside job is Idle again");
+
+    // 3: the outside user's better priority never evicts the BB job; its
+    // idle jobs are considered cycle after cycle (NEGOTIATOR_INTERVAL = 1)
+    let cycles = |pool: &Pool| -> i64 {
+        pool.ok(&["status", "-negotiator", "-af", "LastNegotiationCycleEnd0"])
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    let first = cycles(&pool);
+    wait_for(
+        "five more negotiation cycles",
+        Duration::from_secs(30),
+        || cycles(&pool) >= first + 5,
+    );
+    assert!(matches!(running_on(&pool, &short), Some(1 | 2)));
+    assert_eq!(starts(&pool, &short), 1, "the BB job was never evicted");
     pool.ok(&["rm", "-all"]);
 }
