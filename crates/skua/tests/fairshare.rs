@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{fast, wait_for, Pool};
@@ -34,42 +33,6 @@ fn start_pool(name: &str, cpus: &str, extra: &[(&'static str, &'static str)]) ->
     pool
 }
 
-/// A token for `who@test`, written to a file.
-fn token(pool: &Pool, who: &str) -> PathBuf {
-    let t = pool.ok(&["token", "create", "--identity", &format!("{who}@test")]);
-    let path = pool.home.join(format!("{who}.token"));
-    std::fs::write(&path, t.trim()).unwrap();
-    path
-}
-
-/// Runs `skua` as the token's user.
-fn as_user(pool: &Pool, tok: &Path, args: &[&str]) -> std::process::Output {
-    let mut p = Pool {
-        dir: pool.dir.clone(),
-        home: pool.home.clone(),
-        master_pid: None,
-        extra_env: pool.extra_env.clone(),
-    };
-    p.extra_env
-        .push(("SKUA_TOKEN_FILE".into(), tok.display().to_string()));
-    let out = p.skua(args);
-    std::mem::forget(p); // not the pool's owner: must not stop it
-    out
-}
-
-fn submit_as(pool: &Pool, tok: &Path, name: &str, text: &str) {
-    let dir = pool.home.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
-    std::fs::write(&file, text).unwrap();
-    let out = as_user(pool, tok, &["submit", file.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The userprio row of `user` (its whitespace-separated fields).
 fn row(pool: &Pool, args: &[&str], user: &str) -> Option<Vec<String>> {
     let mut a = vec!["userprio"];
@@ -84,9 +47,8 @@ fn row(pool: &Pool, args: &[&str], user: &str) -> Option<Vec<String>> {
 fn userprio_shows_usage_and_administrators_change_it() {
     let pool = start_pool("userprio", "2", &[]);
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
-    let (alice, bob) = (token(&pool, "alice"), token(&pool, "bob"));
-    submit_as(
-        &pool,
+    let (alice, bob) = (pool.user_token("alice"), pool.user_token("bob"));
+    pool.submit_as(
         &alice,
         "a.sub",
         "executable = /bin/sleep\narguments = 600\nrequest_disk = 1000\nqueue 2\n",
@@ -107,11 +69,11 @@ fn userprio_shows_usage_and_administrators_change_it() {
     assert!(real >= 0.5);
 
     // bob may read but not change.
-    let out = as_user(&pool, &bob, &["userprio", "-setfactor", &alice_name, "1"]);
+    let out = pool.skua_as(&bob, &["userprio", "-setfactor", &alice_name, "1"]);
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(msg.contains("permission denied"), "{msg}");
-    assert!(as_user(&pool, &bob, &["userprio"]).status.success());
+    assert!(pool.skua_as(&bob, &["userprio"]).status.success());
 
     // The pool's owner is an administrator.
     pool.ok(&["userprio", "-setfactor", &alice_name, "5000"]);
@@ -144,9 +106,9 @@ fn a_user_with_a_better_priority_is_served_first() {
     let pool = start_pool("order", "1", &[]);
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
     let (alice, bob, carol) = (
-        token(&pool, "alice"),
-        token(&pool, "bob"),
-        token(&pool, "carol"),
+        pool.user_token("alice"),
+        pool.user_token("bob"),
+        pool.user_token("carol"),
     );
     pool.ok(&[
         "userprio",
@@ -154,8 +116,7 @@ fn a_user_with_a_better_priority_is_served_first() {
         &format!("alice@{domain}"),
         "1000000",
     ]);
-    submit_as(
-        &pool,
+    pool.submit_as(
         &carol,
         "c.sub",
         "executable = /bin/sleep\narguments = 10\nrequest_disk = 1000\nqueue\n",
@@ -163,14 +124,12 @@ fn a_user_with_a_better_priority_is_served_first() {
     wait_for("carol's job running", Duration::from_secs(60), || {
         pool.ok(&["q", "-allusers", "-af", "JobStatus"]).trim() == "2"
     });
-    submit_as(
-        &pool,
+    pool.submit_as(
         &alice,
         "a.sub",
         "executable = /bin/sleep\narguments = 600\nrequest_disk = 1000\nqueue\n",
     );
-    submit_as(
-        &pool,
+    pool.submit_as(
         &bob,
         "b.sub",
         "executable = /bin/sleep\narguments = 600\nrequest_disk = 1000\nqueue\n",

@@ -373,9 +373,7 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
     set_owner(&owner, 100_000);
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
     // the outside user submits through a token of its own
-    let token = pool.ok(&["token", "create", "--identity", "outsider@test"]);
-    let token_file = pool.home.join("outsider.token");
-    std::fs::write(&token_file, token.trim()).unwrap();
+    let token_file = pool.user_token("outsider");
     pool.extra_env
         .push(("SKUA_TOKEN_FILE".into(), token_file.display().to_string()));
     let out1 = submit(&mut pool, &work, "out1", "outside", 600, None);

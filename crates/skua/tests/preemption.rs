@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{fast, wait_for, Pool};
@@ -36,35 +35,6 @@ fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
     pool
 }
 
-fn token(pool: &Pool, who: &str) -> PathBuf {
-    let t = pool.ok(&["token", "create", "--identity", &format!("{who}@test")]);
-    let path = pool.home.join(format!("{who}.token"));
-    std::fs::write(&path, t.trim()).unwrap();
-    path
-}
-
-fn submit_as(pool: &Pool, tok: &Path, name: &str, text: &str) {
-    let dir = pool.home.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
-    std::fs::write(&file, text).unwrap();
-    let mut p = Pool {
-        dir: pool.dir.clone(),
-        home: pool.home.clone(),
-        master_pid: None,
-        extra_env: pool.extra_env.clone(),
-    };
-    p.extra_env
-        .push(("SKUA_TOKEN_FILE".into(), tok.display().to_string()));
-    let out = p.skua(&["submit", file.to_str().unwrap()]);
-    std::mem::forget(p);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `Owner JobStatus` per job.
 fn states(pool: &Pool) -> Vec<String> {
     let mut v: Vec<String> = pool
@@ -79,8 +49,8 @@ fn states(pool: &Pool) -> Vec<String> {
 const LONG: &str = "executable = /bin/sleep\narguments = 600\nrequest_disk = 1000\n";
 
 fn bob_runs(pool: &Pool) {
-    let bob = token(pool, "bob");
-    submit_as(pool, &bob, "b.sub", &format!("{LONG}queue\n"));
+    let bob = pool.user_token("bob");
+    pool.submit_as(&bob, "b.sub", &format!("{LONG}queue\n"));
     wait_for("bob's job running", Duration::from_secs(60), || {
         states(pool) == ["bob 2"]
     });
@@ -93,9 +63,8 @@ fn a_machine_that_ranks_a_group_higher_evicts_an_outsider() {
         &[("_CONDOR_RANK", "TARGET.Group =?= \"physics\"")],
     );
     bob_runs(&pool);
-    let alice = token(&pool, "alice");
-    submit_as(
-        &pool,
+    let alice = pool.user_token("alice");
+    pool.submit_as(
         &alice,
         "a.sub",
         &format!("{LONG}+Group = \"physics\"\nqueue\n"),
@@ -120,8 +89,8 @@ fn a_user_with_a_better_priority_evicts_when_preemption_requirements_allow() {
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
     bob_runs(&pool);
     pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
-    let alice = token(&pool, "alice");
-    submit_as(&pool, &alice, "a.sub", &format!("{LONG}queue\n"));
+    let alice = pool.user_token("alice");
+    pool.submit_as(&alice, "a.sub", &format!("{LONG}queue\n"));
     wait_for(
         "alice's job in bob's place",
         Duration::from_secs(90),
@@ -142,8 +111,8 @@ fn the_thrashing_guard_keeps_a_young_job() {
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
     bob_runs(&pool);
     pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
-    let alice = token(&pool, "alice");
-    submit_as(&pool, &alice, "a.sub", &format!("{LONG}queue\n"));
+    let alice = pool.user_token("alice");
+    pool.submit_as(&alice, "a.sub", &format!("{LONG}queue\n"));
     // Several cycles consider alice's job and reject it.
     let rejections = || {
         pool.ok(&[

@@ -66,6 +66,10 @@ impl Pool {
 
     /// Runs `skua` in the directory `cwd` (as a user in their work dir).
     pub fn skua_in(&self, cwd: &Path, args: &[&str]) -> Output {
+        self.skua_command(cwd, args).output().expect("run skua")
+    }
+
+    fn skua_command(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(SKUA);
         c.current_dir(cwd);
         c.args(args)
@@ -76,7 +80,39 @@ impl Pool {
         for (k, v) in &self.extra_env {
             c.env(k, v);
         }
-        c.output().expect("run skua")
+        c
+    }
+
+    /// A token for `who@test` made by the pool's administrator, written to
+    /// a file in the pool's home.
+    pub fn user_token(&self, who: &str) -> PathBuf {
+        let t = self.ok(&["token", "create", "--identity", &format!("{who}@test")]);
+        let path = self.home.join(format!("{who}.token"));
+        std::fs::write(&path, t.trim()).expect("write the token");
+        path
+    }
+
+    /// Writes `text` to `work/<name>` and submits it as the user of the
+    /// token in `token`.
+    pub fn submit_as(&self, token: &Path, name: &str, text: &str) {
+        let dir = self.home.join("work");
+        std::fs::create_dir_all(&dir).expect("work dir");
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("write the submit file");
+        let out = self.skua_as(token, &["submit", &file.display().to_string()]);
+        assert!(
+            out.status.success(),
+            "submit as another user failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Runs `skua` as the user of the token in `token` (over TCP).
+    pub fn skua_as(&self, token: &Path, args: &[&str]) -> Output {
+        self.skua_command(&std::env::temp_dir(), args)
+            .env("SKUA_TOKEN_FILE", token)
+            .output()
+            .expect("run skua")
     }
 
     pub fn ok(&self, args: &[&str]) -> String {
