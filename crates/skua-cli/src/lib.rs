@@ -313,8 +313,11 @@ pub fn main_skuad() -> ExitCode {
     }
 }
 
-/// `skuad starter`: the spec is the first JSON document on standard
-/// input; the end of standard input afterwards means the startd is gone.
+/// `skuad starter`: one JSON document ([`skua_proto::StarterSpec`]) per
+/// job on standard input, the first at once; a [`skua_proto::StarterDone`]
+/// line on standard output when a job's run is over. The end of standard
+/// input means the claim is over (between jobs) or the startd is gone
+/// (during one: the job is killed).
 async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
     // The signals first: none of them may take its default action.
     let signals = match skua_starter::Signals::install() {
@@ -324,26 +327,30 @@ async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let (spec_tx, spec_rx) = tokio::sync::oneshot::channel();
-    let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
+    let (spec_tx, spec_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        use std::io::Read;
         let stdin = std::io::stdin();
         let mut lock = stdin.lock();
-        let spec = serde_json::Deserializer::from_reader(&mut lock)
-            .into_iter::<skua_proto::StarterSpec>()
-            .next();
-        let _ = spec_tx.send(spec);
-        let mut buf = [0u8; 4096];
-        loop {
-            match lock.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+        let mut docs =
+            serde_json::Deserializer::from_reader(&mut lock).into_iter::<skua_proto::StarterSpec>();
+        let _ = first_tx.send(docs.next());
+        for doc in docs {
+            match doc {
+                Ok(spec) => {
+                    if spec_tx.send(spec).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!("a bad starter spec on standard input: {e}");
+                    break;
+                }
             }
         }
-        let _ = eof_tx.send(());
+        // dropping the sender tells the starter standard input is over
     });
-    let spec = match spec_rx.await {
+    let spec = match first_rx.await {
         Ok(Some(Ok(spec))) => spec,
         Ok(Some(Err(e))) => {
             tracing::error!("cannot read the starter spec from standard input: {e}");
@@ -356,10 +363,16 @@ async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let eof = async move {
-        let _ = eof_rx.await;
+    let inbox = skua_starter::Inbox::new(spec_rx);
+    let done = |d: &skua_proto::StarterDone| -> bool {
+        use std::io::Write as _;
+        let Ok(line) = serde_json::to_string(d) else {
+            return false;
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}").is_ok() && out.flush().is_ok()
     };
-    match skua_starter::run(ctx, spec, signals, eof).await {
+    match skua_starter::run(ctx, spec, signals, inbox, done).await {
         Ok(0) => ExitCode::SUCCESS,
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {

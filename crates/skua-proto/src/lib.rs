@@ -39,7 +39,8 @@ pub use shadow::{
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,
-    DrainRequest, MatchNotice, ReleaseRequest, SlotStates, StarterHold, StarterSpec, VacateRequest,
+    DrainRequest, MatchNotice, ReleaseRequest, SlotStates, StarterDone, StarterHold, StarterSpec,
+    VacateRequest,
 };
 
 use serde::{Deserialize, Serialize};

@@ -131,7 +131,9 @@ pub struct ClaimStatus {
 }
 
 /// What the startd hands a starter (`skuad starter`) on its standard input,
-/// as one JSON document.
+/// as one JSON document per job. A starter serves one claim: after the
+/// first job it reports [`StarterDone`] and waits for the next document
+/// (the claim's next activation); the end of standard input ends it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StarterSpec {
     /// The claim (the starter presents it to the shadow).
@@ -151,6 +153,18 @@ pub struct StarterSpec {
     /// (the slot's `MachineMaxVacateTime`).
     #[serde(default)]
     pub max_vacate_secs: u64,
+}
+
+/// What a starter writes on its standard output, one JSON line, when a
+/// job's run is over (outputs sent, scratch directory removed) and it is
+/// ready for the claim's next job. It writes it before it reports the
+/// exit to the shadow, so the slot is idle by the time the shadow
+/// activates the claim again. A starter whose job was vacated or killed
+/// writes nothing and exits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StarterDone {
+    /// `"C.P"` of the job whose run is over.
+    pub done: String,
 }
 
 /// `POST /startd/vacate` (ADMINISTRATOR): the owner wants the machine back

@@ -102,7 +102,9 @@ impl Queue {
         p.set_int(id, JOB_CURRENT_START_DATE, now);
         p.set_int(id, SHADOW_BDAY, now);
         p.set_int(id, LAST_MATCH_TIME, now);
-        for counter in [NUM_JOB_STARTS, JOB_RUN_COUNT, NUM_JOB_MATCHES] {
+        // NumJobStarts counts runs whose job really began (the execute
+        // event); a claim that fails before that is not a start.
+        for counter in [JOB_RUN_COUNT, NUM_JOB_MATCHES] {
             let n = int_attr(ad, counter).unwrap_or(0);
             p.set_int(id, counter, n.saturating_add(1));
         }
@@ -122,6 +124,8 @@ impl Queue {
         let mut p = Planner::new(self);
         if status_of(ad).is_active() {
             p.set_int(id, JOB_CURRENT_START_EXECUTING_DATE, now);
+            let starts = int_attr(ad, NUM_JOB_STARTS).unwrap_or(0);
+            p.set_int(id, NUM_JOB_STARTS, starts.saturating_add(1));
             p.event(
                 id,
                 UserLogEvent::Execute {

@@ -63,7 +63,9 @@ fn a_run_from_start_to_exit_is_accounted() {
     commit(&mut q, &t);
     assert_eq!(q.status(id), Some(JobStatus::Running));
     assert_eq!(text(&q, id, "RemoteHost").as_deref(), Some("slot1@host"));
-    assert_eq!(num(&q, id, "NumJobStarts"), Some(1.0));
+    // Claimed, not yet executing: a run began, the job did not start yet.
+    assert_eq!(num(&q, id, "JobRunCount"), Some(1.0));
+    assert_eq!(num(&q, id, "NumJobStarts").unwrap_or(0.0), 0.0);
     assert_eq!(num(&q, id, "JobStartDate"), Some((NOW + 10) as f64));
     // Starting a running job again is refused.
     assert!(matches!(
@@ -76,6 +78,7 @@ fn a_run_from_start_to_exit_is_accounted() {
         .unwrap();
     assert!(matches!(t.events[0].1, UserLogEvent::Execute { .. }));
     commit(&mut q, &t);
+    assert_eq!(num(&q, id, "NumJobStarts"), Some(1.0));
 
     let t = q.plan_usage(id, 5000, 2000).unwrap();
     assert!(matches!(

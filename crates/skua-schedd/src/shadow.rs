@@ -37,8 +37,10 @@ const PREEMPTED_CLAIM_RETRY: Duration = Duration::from_secs(1);
 /// How a run ended, as the claim task learns it.
 #[derive(Debug)]
 enum RunResult {
-    /// The exit was reported and committed.
-    Reported,
+    /// The exit was reported and committed. `reusable`: the job ended by
+    /// itself, so its starter waits for the claim's next job (a vacated,
+    /// killed or held job's starter exits, and the claim ends with it).
+    Reported { reusable: bool },
     /// The starter or the startd went away without a report.
     Lost(String),
 }
@@ -273,13 +275,6 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
             Some(j) => job = j,
             None => break,
         }
-        // The starter of the last job exits right after its report: wait
-        // until the slot is idle again before activating it.
-        if let Err(e) = wait_until_idle(&client, &info.claim_id).await {
-            shadows.busy().remove(&job);
-            tracing::info!("claim on {slot}: {e}; releasing it");
-            break;
-        }
         // The slot ad's State is Claimed now; matching uses the rest.
         slot_ad.insert_value("State", "Claimed");
     }
@@ -357,17 +352,36 @@ async fn run_one(
             vacate: vacate.clone(),
         },
     );
-    let activated: Result<Ack, _> = client
-        .command(
-            &routes::STARTD_ACTIVATE,
-            Some(&ActivateRequest {
-                claim_id: info.claim_id.clone(),
-                job_ad: job_ad.to_string(),
-                job_id: job.to_string(),
-                shadow_addr: addr.to_string(),
-            }),
-        )
+    let request = ActivateRequest {
+        claim_id: info.claim_id.clone(),
+        job_ad: job_ad.to_string(),
+        job_id: job.to_string(),
+        shadow_addr: addr.to_string(),
+    };
+    let mut activated: Result<Ack, _> = client
+        .command(&routes::STARTD_ACTIVATE, Some(&request))
         .await;
+    // The starter tells the startd its job is done before it reports the
+    // exit here, so the claim is normally idle again by now; if the startd
+    // has not heard yet it answers Unavailable: wait until it has.
+    if activated
+        .as_ref()
+        .err()
+        .and_then(|e| e.remote())
+        .is_some_and(|b| b.code == skua_proto::ErrorCode::Unavailable)
+    {
+        activated = match wait_until_idle(client, &info.claim_id).await {
+            Ok(()) => {
+                client
+                    .command(&routes::STARTD_ACTIVATE, Some(&request))
+                    .await
+            }
+            Err(e) => {
+                shadows.runs().remove(&info.claim_id);
+                return Err(run_lost(st, job, format!("claim on {slot}: {e}")).await);
+            }
+        };
+    }
     if let Err(e) = activated {
         shadows.runs().remove(&info.claim_id);
         return Err(run_lost(
@@ -380,7 +394,8 @@ async fn run_one(
     let result = watch_run(st, client, info, job, done_rx, vacate).await;
     shadows.runs().remove(&info.claim_id);
     match result {
-        RunResult::Reported => Ok(()),
+        RunResult::Reported { reusable: true } => Ok(()),
+        RunResult::Reported { reusable: false } => Err(format!("job {job} was stopped")),
         RunResult::Lost(reason) => Err(run_lost(st, job, reason).await),
     }
 }
@@ -640,6 +655,10 @@ pub(crate) async fn exit(
     };
     let usage = x.usage;
     let outcome = x.outcome;
+    let reusable = matches!(
+        outcome,
+        RunOutcome::Exited { .. } | RunOutcome::Signaled { .. } | RunOutcome::Failed { .. }
+    );
     let result = with_schedd(&st, move |s| {
         let now = now_secs();
         if usage.image_size_kb > 0 {
@@ -710,7 +729,7 @@ pub(crate) async fn exit(
     .await;
     st.changed.notify_one();
     if let Some(tx) = done {
-        let _ = tx.send(RunResult::Reported);
+        let _ = tx.send(RunResult::Reported { reusable });
     }
     result.map(|_| Json(Ack {}))
 }

@@ -930,6 +930,17 @@ impl Machine {
                 self.config.claim_worklife
             )));
         }
+        // The previous job's starter has not reported yet: not now, but
+        // soon (the schedd asks again).
+        if self.slots[i]
+            .claim
+            .as_ref()
+            .is_some_and(|c| c.job.is_some())
+        {
+            return Err(Refusal::Unavailable(
+                "the claim's previous job is still running".into(),
+            ));
+        }
         let ad = self.slot_ad(i, now);
         check_claim(&ad, job_ad, now).map_err(Refusal::Conflict)?;
         self.apply(i, Event::Activate, now)?;
@@ -1425,10 +1436,10 @@ mod tests {
         assert_eq!(attr(&launch.slot_ad, "JobId"), v("1.0"));
         assert_eq!(attr(&launch.slot_ad, "GlobalJobId"), v("sub#1.0#5"));
         assert_eq!(attr(&launch.slot_ad, "JobStart"), v(1003_i64));
-        // busy: a second activation is refused
+        // busy: a second activation is put off until the first job is done
         assert!(matches!(
             m.activate(CLAIM, &simple_job(), "1.1", "", 1004),
-            Err(Refusal::Conflict(_))
+            Err(Refusal::Unavailable(_))
         ));
         let a = m.starter_exited(slot, 1010);
         assert!(a.is_empty());

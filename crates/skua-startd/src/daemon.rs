@@ -22,10 +22,10 @@ use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, AdUpdate, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
     DeactivateRequest, DrainRequest, Invalidate, MatchNotice, ReleaseRequest, SlotStates,
-    StarterHold, StarterSpec, VacateRequest,
+    StarterDone, StarterHold, StarterSpec, VacateRequest,
 };
 use skua_slot::{Action, Machine, Refusal, StartdConfig};
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cron::{self, CronJob};
@@ -61,6 +61,9 @@ pub enum Event {
         caller: String,
         reply: oneshot::Sender<Result<Reply, ApiError>>,
     },
+    /// A starter reported its job's run over; it waits for the claim's
+    /// next job.
+    StarterDone { slot: String, pid: u32 },
     /// A starter exited.
     StarterExited {
         slot: String,
@@ -182,11 +185,32 @@ fn api_error(r: Refusal) -> ApiError {
     }
 }
 
-/// A running starter.
+/// A starter: one per active claim, running the claim's jobs one after
+/// another.
 struct Starter {
     pid: u32,
-    /// Dropping it closes the starter's standard input.
-    _stdin_keeper: oneshot::Sender<()>,
+    /// The claim it serves.
+    claim_id: String,
+    /// A job is running (false: the starter reported it done and waits).
+    busy: bool,
+    /// The next jobs' specs; dropping it closes the starter's standard
+    /// input, which ends an idle starter (and kills a busy one's job).
+    input: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl Starter {
+    /// Hands an idle starter the claim's next job.
+    fn send(&mut self, spec: &StarterSpec) -> bool {
+        let Ok(mut doc) = serde_json::to_vec(spec) else {
+            return false;
+        };
+        doc.push(b'\n');
+        if self.input.send(doc).is_err() {
+            return false;
+        }
+        self.busy = true;
+        true
+    }
 }
 
 /// How starters are run and where.
@@ -314,8 +338,10 @@ fn clean_after_starter(execute: &Path, pid: u32, abnormal: bool) {
     }
 }
 
+/// Signals the starter running `slot`'s job. False when no job runs there
+/// (an idle starter is not signalled: it has nothing to stop).
 fn signal_starter(starters: &BTreeMap<String, Starter>, slot: &str, sig: Signal) -> bool {
-    let Some(s) = starters.get(slot) else {
+    let Some(s) = starters.get(slot).filter(|s| s.busy) else {
         return false;
     };
     let Ok(pid) = i32::try_from(s.pid) else {
@@ -334,9 +360,10 @@ fn signal_starter(starters: &BTreeMap<String, Starter>, slot: &str, sig: Signal)
     }
 }
 
-/// Spawns a starter for `slot`, writes the spec on its standard input and
-/// keeps that pipe open until the starter exits; its exit comes back as an
-/// [`Event::StarterExited`].
+/// Spawns a starter for `slot` with its first job's spec on standard input.
+/// Further specs go through [`Starter::send`]; each [`StarterDone`] line on
+/// its standard output comes back as an [`Event::StarterDone`], its exit as
+/// an [`Event::StarterExited`].
 async fn spawn_starter(
     setup: &StarterSetup,
     slot: &str,
@@ -346,6 +373,7 @@ async fn spawn_starter(
     let mut cmd = tokio::process::Command::new(&setup.program);
     cmd.args(&setup.args)
         .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
         .process_group(0)
         .kill_on_drop(false);
     let mut child = cmd
@@ -353,17 +381,37 @@ async fn spawn_starter(
         .with_context(|| format!("starting {}", setup.program.display()))?;
     let pid = child.id().context("the starter has no pid")?;
     let mut stdin = child.stdin.take().context("the starter has no stdin")?;
-    let mut doc = serde_json::to_vec(spec).context("encoding the starter spec")?;
-    doc.push(b'\n');
-    let (keep_tx, keep_rx) = oneshot::channel::<()>();
+    let stdout = child.stdout.take().context("the starter has no stdout")?;
+    let (input, mut docs) = mpsc::unbounded_channel::<Vec<u8>>();
     tokio::spawn(async move {
-        if let Err(e) = stdin.write_all(&doc).await {
-            tracing::warn!("writing the spec to starter {pid}: {e}");
+        // until the startd drops the sender: then standard input closes
+        while let Some(doc) = docs.recv().await {
+            if let Err(e) = stdin.write_all(&doc).await {
+                tracing::warn!("writing a spec to starter {pid}: {e}");
+                break;
+            }
+            let _ = stdin.flush().await;
         }
-        let _ = stdin.flush().await;
-        // hold the pipe open until the startd no longer needs it
-        let _ = keep_rx.await;
         drop(stdin);
+    });
+    let slot_name = slot.to_string();
+    let done_events = events.clone();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            match serde_json::from_str::<StarterDone>(&line) {
+                Ok(_) => {
+                    let ev = Event::StarterDone {
+                        slot: slot_name.clone(),
+                        pid,
+                    };
+                    if done_events.send(ev).await.is_err() {
+                        break;
+                    }
+                }
+                Err(_) => tracing::debug!("starter {pid} wrote: {line}"),
+            }
+        }
     });
     let slot_name = slot.to_string();
     tokio::spawn(async move {
@@ -376,15 +424,54 @@ async fn spawn_starter(
             })
             .await;
     });
-    Ok(Starter {
+    let mut starter = Starter {
         pid,
-        _stdin_keeper: keep_tx,
-    })
+        claim_id: spec.claim_id.clone(),
+        busy: false,
+        input,
+    };
+    if !starter.send(spec) {
+        anyhow::bail!("cannot hand starter {pid} its job");
+    }
+    Ok(starter)
 }
 
-/// Sends the slot ads to the collector: on change (the watch channel),
-/// every `interval`; withdraws ads of slots that are gone, and all of them
-/// at the end.
+/// Attributes that follow the clock rather than the slot's state: a change
+/// in them alone does not make an ad worth sending before the next
+/// periodic update.
+const CLOCK_ATTRS: &[&str] = &[
+    "MyCurrentTime",
+    "StateTimer",
+    "ActivityTimer",
+    "KeyboardIdle",
+    "ConsoleIdle",
+    "TotalJobRunTime",
+    "TotalJobSuspendTime",
+    "JobRunTimeNotSuspended",
+    "TotalClaimRunTime",
+    "TotalTimeClaimedBusy",
+    "TotalTimeClaimedIdle",
+];
+
+/// What decides whether a slot ad changed: its text without the clock
+/// attributes.
+fn ad_signature(ad: &ClassAd) -> String {
+    let mut ad = ad.clone();
+    for a in CLOCK_ATTRS {
+        ad.remove(a);
+    }
+    classad::unparse_ad(&ad)
+}
+
+/// The shortest gap between two rounds of updates: changes that come
+/// faster (a job ending and the next starting on a reused claim) are
+/// coalesced into one update.
+const MIN_UPDATE_GAP: Duration = Duration::from_millis(100);
+
+/// Sends the slot ads to the collector: the ads that changed (apart from
+/// their clock attributes) at every change, coalesced to one round per
+/// [`MIN_UPDATE_GAP`]; every ad every `interval`; withdraws ads of slots
+/// that are gone, and all of them at the end.
 async fn advertise(
     collector: Locator,
     token: Option<String>,
@@ -401,14 +488,21 @@ async fn advertise(
         };
         skua_net::Client::new(endpoint, token, Duration::from_secs(10)).map_err(|e| e.to_string())
     };
-    let mut advertised: BTreeSet<String> = BTreeSet::new();
+    // what the collector last accepted, by slot name
+    let mut advertised: BTreeMap<String, String> = BTreeMap::new();
     let mut failing = false;
+    let mut last_full = tokio::time::Instant::now();
+    let mut full = true;
     loop {
         let current = ads.borrow_and_update().clone();
         let mut ok = true;
         match client() {
             Ok(c) => {
                 for (name, ad) in &current {
+                    let sig = ad_signature(ad);
+                    if !full && advertised.get(name) == Some(&sig) {
+                        continue;
+                    }
                     let update = AdUpdate {
                         ad_type: "Machine".into(),
                         name: name.clone(),
@@ -424,18 +518,22 @@ async fn advertise(
                         ok = false;
                         break;
                     }
+                    advertised.insert(name.clone(), sig);
                 }
-                let names: BTreeSet<String> = current.iter().map(|(n, _)| n.clone()).collect();
-                for gone in advertised.difference(&names) {
+                let names: BTreeSet<&String> = current.iter().map(|(n, _)| n).collect();
+                let gone: Vec<String> = advertised
+                    .keys()
+                    .filter(|n| !names.contains(n))
+                    .cloned()
+                    .collect();
+                for name in gone {
                     let inv = Invalidate {
                         ad_type: "Machine".into(),
-                        name: gone.clone(),
+                        name: name.clone(),
                     };
                     let _: Result<Ack, _> =
                         c.command(&routes::COLLECTOR_INVALIDATE, Some(&inv)).await;
-                }
-                if ok {
-                    advertised = names;
+                    advertised.remove(&name);
                 }
             }
             Err(e) => {
@@ -445,23 +543,34 @@ async fn advertise(
                 ok = false;
             }
         }
-        failing = !ok;
-        let wait = if failing {
-            interval.min(Duration::from_secs(1))
-        } else {
-            interval
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            r = ads.changed() => { if r.is_err() { break; } }
-            _ = shutdown.changed() => {}
+        if ok && full {
+            last_full = tokio::time::Instant::now();
         }
+        if !ok {
+            // send everything again once the collector answers
+            advertised.clear();
+        }
+        failing = !ok;
+        let next_full = if failing {
+            tokio::time::Instant::now() + interval.min(Duration::from_secs(1))
+        } else {
+            last_full + interval
+        };
+        tokio::time::sleep(MIN_UPDATE_GAP).await;
+        full = tokio::select! {
+            _ = tokio::time::sleep_until(next_full) => true,
+            r = ads.changed() => {
+                if r.is_err() { break; }
+                false
+            }
+            _ = shutdown.changed() => false,
+        };
         if *shutdown.borrow() {
             break;
         }
     }
     if let Ok(c) = client() {
-        for name in &advertised {
+        for name in advertised.keys() {
             let inv = Invalidate {
                 ad_type: "Machine".into(),
                 name: name.clone(),
@@ -672,6 +781,23 @@ impl Shell {
                     execute_dir: self.setup.execute.to_string_lossy().into_owned(),
                     max_vacate_secs: u64::try_from(launch.max_vacate_secs).unwrap_or(0),
                 };
+                if let Some(st) = self
+                    .starters
+                    .get_mut(&launch.slot)
+                    .filter(|st| !st.busy && st.claim_id == a.claim_id)
+                {
+                    if st.send(&spec) {
+                        tracing::info!(
+                            "{}: job {} started (starter pid {}, reused)",
+                            launch.slot,
+                            a.job_id,
+                            st.pid
+                        );
+                        return Ok(Reply::Ack);
+                    }
+                }
+                // a new claim, or the old starter is gone: a new starter
+                self.starters.remove(&launch.slot);
                 match spawn_starter(&self.setup, &launch.slot, &spec, self.events.clone()).await {
                     Ok(starter) => {
                         tracing::info!(
@@ -730,12 +856,56 @@ impl Shell {
             None => tracing::warn!("{slot}: starter {pid}: exit status lost"),
         }
         clean_after_starter(&self.setup.execute, pid, abnormal);
+        // Only the exit of the starter running the slot's job ends that
+        // job; an idle starter, or one already replaced, leaves no job.
+        let running = self
+            .starters
+            .get(slot)
+            .is_some_and(|s| s.pid == pid && s.busy);
         if self.starters.get(slot).is_some_and(|s| s.pid == pid) {
             self.starters.remove(slot);
         }
+        if running {
+            let now = now_secs();
+            let actions = self.machine.starter_exited(slot, now);
+            self.act(actions, now);
+        }
+    }
+
+    /// A starter finished its job and waits for the claim's next one.
+    fn starter_done(&mut self, slot: &str, pid: u32) {
+        let Some(st) = self.starters.get_mut(slot).filter(|s| s.pid == pid) else {
+            return;
+        };
+        if !st.busy {
+            return;
+        }
+        st.busy = false;
+        tracing::info!("{slot}: the job of starter {pid} is done");
         let now = now_secs();
         let actions = self.machine.starter_exited(slot, now);
         self.act(actions, now);
+    }
+
+    /// Idle starters whose claim is over are let go (their standard input
+    /// closes and they exit).
+    fn let_go_of_idle_starters(&mut self) {
+        let machine = &self.machine;
+        self.starters.retain(|slot, st| {
+            if st.busy {
+                return true;
+            }
+            let same_claim = machine
+                .slots
+                .iter()
+                .find(|s| &s.name == slot)
+                .and_then(|s| s.claim.as_ref())
+                .is_some_and(|c| c.id == st.claim_id);
+            if !same_claim {
+                tracing::debug!("{slot}: the claim is over; starter {} ends", st.pid);
+            }
+            same_claim
+        });
     }
 }
 
@@ -882,9 +1052,17 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 changed = true;
                 match ev {
                     Event::Request { request, caller, reply } => {
+                        // a keep-alive changes nothing worth advertising
+                        let mutating = !matches!(request, Request::Alive(_));
                         let r = shell.request(request, &caller).await;
-                        changed = r.is_ok();
+                        changed = mutating && r.is_ok();
                         let _ = reply.send(r);
+                        let now = now_secs();
+                        let actions = shell.machine.tick(now);
+                        shell.act(actions, now);
+                    }
+                    Event::StarterDone { slot, pid } => {
+                        shell.starter_done(&slot, pid);
                         let now = now_secs();
                         let actions = shell.machine.tick(now);
                         shell.act(actions, now);
@@ -925,6 +1103,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 if *shutdown.borrow() { break; }
             }
         }
+        shell.let_go_of_idle_starters();
         if changed {
             let _ = ads_tx.send(shell.machine.ads(now_secs()));
             last_publish = tokio::time::Instant::now();

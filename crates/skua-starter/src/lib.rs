@@ -1,6 +1,7 @@
-//! The starter: one process per running job on the execute side
+//! The starter: one process per active claim on the execute side
 //! (`skuad starter`). The startd spawns it with a
-//! [`skua_proto::StarterSpec`] on standard input; it makes the job's
+//! [`skua_proto::StarterSpec`] on standard input, and sends the claim's
+//! further jobs the same way; for each job it makes the job's
 //! scratch directory, fetches the input sandbox from the shadow, runs the
 //! job in its own process group, reports updates, sends the output back
 //! and reports how the run ended. `docs/starter.md` describes it.
@@ -14,4 +15,4 @@ pub mod plan;
 pub mod run;
 pub mod usage;
 
-pub use run::{run, Settings, Signals};
+pub use run::{run, Inbox, Settings, Signals};

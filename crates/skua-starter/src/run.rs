@@ -2,11 +2,9 @@
 //! signals, updates and the final report.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -19,9 +17,11 @@ use skua_daemon::DaemonContext;
 use skua_net::Client;
 use skua_proto::{
     routes, Ack, BeginReply, EntryKind, InputFileRequest, JobExit, JobUpdate, OutputFileMeta,
-    RunOutcome, ShadowBegin, StarterSpec, UpdateKind, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+    RunOutcome, ShadowBegin, StarterDone, StarterSpec, UpdateKind, STDERR_NAME, STDOUT_NAME,
+    TRANSFER_HEADER,
 };
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
+use tokio::sync::mpsc;
 
 use crate::plan::{self, RunAs, Stamp};
 use crate::usage::UsageMeter;
@@ -61,19 +61,62 @@ impl Signals {
     }
 }
 
-type Eof<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+/// The startd's side of the conversation: the claim's next jobs, one
+/// [`StarterSpec`] per activation, and its end (the startd closed our
+/// standard input: it is gone, or the claim is over).
+pub struct Inbox {
+    specs: mpsc::UnboundedReceiver<StarterSpec>,
+    /// A spec that arrived while a job was running (the startd sends one
+    /// only to an idle starter; kept rather than lost).
+    pending: Option<StarterSpec>,
+    closed: bool,
+}
+
+impl Inbox {
+    /// The specs as the startd sends them; the channel's end is the end of
+    /// standard input.
+    pub fn new(specs: mpsc::UnboundedReceiver<StarterSpec>) -> Inbox {
+        Inbox {
+            specs,
+            pending: None,
+            closed: false,
+        }
+    }
+}
 
 /// Waits for the next request: a signal, or (once) the end of standard
 /// input.
-async fn next_request(signals: &mut Signals, eof: &mut Eof<'_>, eof_seen: &mut bool) -> Request {
-    tokio::select! {
-        _ = signals.term.recv() => Request::Vacate,
-        _ = signals.quit.recv() => Request::Kill { startd_gone: false },
-        _ = signals.usr1.recv() => Request::Suspend,
-        _ = signals.usr2.recv() => Request::Continue,
-        _ = eof.as_mut(), if !*eof_seen => {
-            *eof_seen = true;
-            Request::Kill { startd_gone: true }
+async fn next_request(signals: &mut Signals, inbox: &mut Inbox) -> Request {
+    loop {
+        tokio::select! {
+            _ = signals.term.recv() => return Request::Vacate,
+            _ = signals.quit.recv() => return Request::Kill { startd_gone: false },
+            _ = signals.usr1.recv() => return Request::Suspend,
+            _ = signals.usr2.recv() => return Request::Continue,
+            spec = inbox.specs.recv(), if !inbox.closed => match spec {
+                Some(spec) => inbox.pending = Some(spec),
+                None => {
+                    inbox.closed = true;
+                    return Request::Kill { startd_gone: true };
+                }
+            },
+        }
+    }
+}
+
+/// Between jobs: waits for the claim's next job. `None`: the starter is
+/// done (the startd closed standard input, or asked it to stop).
+async fn next_job(signals: &mut Signals, inbox: &mut Inbox) -> Option<StarterSpec> {
+    if let Some(spec) = inbox.pending.take() {
+        return Some(spec);
+    }
+    loop {
+        tokio::select! {
+            _ = signals.term.recv() => return None,
+            _ = signals.quit.recv() => return None,
+            _ = signals.usr1.recv() => {}
+            _ = signals.usr2.recv() => {}
+            spec = inbox.specs.recv(), if !inbox.closed => return spec,
         }
     }
 }
@@ -131,43 +174,81 @@ impl Failure {
     }
 }
 
-/// Runs one job as the starter: from the spec to the shadow's
-/// acknowledgement of the exit. Returns the starter's exit code: 0 when
-/// the shadow acknowledged the [`JobExit`], 1 otherwise. `stdin_eof`
-/// completes when the startd goes away (the job is then killed).
+/// Serves one claim: runs `first`, then each further job the startd sends
+/// (claim reuse), until the startd closes standard input or a job is
+/// vacated or killed. `done` tells the startd a job's run is over (a
+/// [`StarterDone`] line); it returns false when the startd cannot be told.
+/// Returns the starter's exit code: 0 when the shadow acknowledged the
+/// last [`JobExit`], 1 otherwise.
 pub async fn run(
     ctx: DaemonContext,
-    spec: StarterSpec,
-    signals: Signals,
-    stdin_eof: impl Future<Output = ()> + Send,
+    first: StarterSpec,
+    mut signals: Signals,
+    mut inbox: Inbox,
+    mut done: impl FnMut(&StarterDone) -> bool,
 ) -> anyhow::Result<i32> {
+    let mut spec = first;
+    let mut client: Option<(String, Client)> = None;
+    loop {
+        let (acked, more) = run_job(
+            &ctx,
+            &spec,
+            &mut signals,
+            &mut inbox,
+            &mut client,
+            &mut done,
+        )
+        .await?;
+        if !more || !acked {
+            return Ok(if acked { 0 } else { 1 });
+        }
+        match next_job(&mut signals, &mut inbox).await {
+            Some(next) => spec = next,
+            None => return Ok(0),
+        }
+    }
+}
+
+/// Runs one job: from the spec to the shadow's acknowledgement of its
+/// exit. Returns (acknowledged, the starter may take another job).
+async fn run_job(
+    ctx: &DaemonContext,
+    spec: &StarterSpec,
+    signals: &mut Signals,
+    inbox: &mut Inbox,
+    client: &mut Option<(String, Client)>,
+    done: &mut impl FnMut(&StarterDone) -> bool,
+) -> anyhow::Result<(bool, bool)> {
     let job = classad::parse_ad(&spec.job_ad).context("parsing the job ad")?;
     let slot = classad::parse_ad(&spec.slot_ad).context("parsing the slot ad")?;
     let slot_name = plan::string_attr(&slot, "Name").unwrap_or_default();
-    let settings = Settings::from_context(&ctx, &slot_name)?;
-    let client = ctx
-        .client_at(&spec.shadow_addr, settings.shadow_timeout)
-        .context("the shadow's address")?;
+    let settings = Settings::from_context(ctx, &slot_name)?;
+    let shadow = match client.take() {
+        Some((addr, c)) if addr == spec.shadow_addr => c,
+        _ => ctx
+            .client_at(&spec.shadow_addr, settings.shadow_timeout)
+            .context("the shadow's address")?,
+    };
+    *client = Some((spec.shadow_addr.clone(), shadow.clone()));
     let scratch = Path::new(&spec.execute_dir).join(format!("dir_{}", std::process::id()));
     let pgid_file = Path::new(&spec.execute_dir).join(format!("dir_{}.pgid", std::process::id()));
     tracing::info!(job = %spec.job_id, slot = %slot_name, scratch = %scratch.display(), "starting the job");
 
     let mut starter = Starter {
-        spec: &spec,
+        spec,
         job,
         slot,
         slot_name,
         settings,
-        client,
+        client: shadow,
         scratch: scratch.clone(),
         pgid_file: pgid_file.clone(),
         signals,
-        eof_seen: false,
+        inbox,
         meter: UsageMeter::default(),
         startd_gone: false,
     };
-    let mut eof: Eof<'_> = Box::pin(stdin_eof);
-    let outcome = starter.go(&mut eof).await;
+    let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
     let outcome = match outcome {
         Ok(o) => o,
@@ -179,6 +260,18 @@ pub async fn run(
     remove_scratch(&scratch).await;
     let _ = tokio::fs::remove_file(&pgid_file).await;
     tracing::info!(job = %spec.job_id, ?outcome, "the job's run is over");
+    // A job that ended by itself leaves the claim ready for the next one;
+    // a vacated or killed one ends the starter (the startd waits for that).
+    let mut more = !starter.startd_gone
+        && matches!(
+            outcome,
+            RunOutcome::Exited { .. } | RunOutcome::Signaled { .. } | RunOutcome::Failed { .. }
+        );
+    if more {
+        more = done(&StarterDone {
+            done: spec.job_id.clone(),
+        });
+    }
     let exit = JobExit {
         claim_id: spec.claim_id.clone(),
         outcome,
@@ -194,7 +287,7 @@ pub async fn run(
             .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit))
             .await
         {
-            Ok(_) => return Ok(0),
+            Ok(_) => return Ok((true, more)),
             Err(e) => {
                 let retry = matches!(
                     e.code(),
@@ -210,7 +303,7 @@ pub async fn run(
     if let Some(e) = last_err {
         tracing::error!(job = %spec.job_id, error = %e, "the shadow did not acknowledge the job's exit");
     }
-    Ok(1)
+    Ok((false, false))
 }
 
 async fn remove_scratch(dir: &Path) {
@@ -250,8 +343,8 @@ struct Starter<'a> {
     client: Client,
     scratch: PathBuf,
     pgid_file: PathBuf,
-    signals: Signals,
-    eof_seen: bool,
+    signals: &'a mut Signals,
+    inbox: &'a mut Inbox,
     meter: UsageMeter,
     startd_gone: bool,
 }
@@ -272,7 +365,11 @@ struct Running {
 impl Starter<'_> {
     /// Everything from the scratch directory to the outputs; the outcome
     /// to report.
-    async fn go(&mut self, eof: &mut Eof<'_>) -> Result<RunOutcome, Failure> {
+    async fn go(&mut self) -> Result<RunOutcome, Failure> {
+        // the previous job's directory, if it could not be removed
+        if self.scratch.exists() {
+            remove_scratch(&self.scratch).await;
+        }
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&self.scratch)
@@ -305,7 +402,7 @@ impl Starter<'_> {
         loop {
             tokio::select! {
                 r = &mut fetch => { r?; break; }
-                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => match req {
+                req = next_request(self.signals, self.inbox) => match req {
                     Request::Vacate | Request::Kill { .. } => {
                         if let Request::Kill { startd_gone: true } = req {
                             self.startd_gone = true;
@@ -332,10 +429,9 @@ impl Starter<'_> {
         self.meter.start(running.pgid);
         self.update(UpdateKind::Executing).await;
 
-        let ending = self.supervise(&mut running, eof).await;
+        let ending = self.supervise(&mut running).await;
         // No process of the job survives it.
         let _ = killpg(running.pgid, Signal::SIGKILL);
-        self.meter.sample();
         self.meter.finish();
 
         // the startd's WANT_HOLD: it wrote why before stopping the job
@@ -572,7 +668,7 @@ impl Starter<'_> {
     }
 
     /// Waits for the job, serving updates and signals.
-    async fn supervise(&mut self, running: &mut Running, eof: &mut Eof<'_>) -> Ending {
+    async fn supervise(&mut self, running: &mut Running) -> Ending {
         let interval = self.settings.update_interval;
         let mut updates =
             tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
@@ -596,7 +692,7 @@ impl Starter<'_> {
                     self.update(UpdateKind::Usage).await;
                 }
                 _ = samples.tick() => self.meter.sample(),
-                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => match req {
+                req = next_request(self.signals, self.inbox) => match req {
                     Request::Suspend if !suspended => {
                         let _ = killpg(running.pgid, Signal::SIGSTOP);
                         suspended = true;
@@ -613,7 +709,7 @@ impl Starter<'_> {
                         hard_kill(running).await;
                         return Ending::Killed;
                     }
-                    Request::Vacate => return self.vacate(running, eof).await,
+                    Request::Vacate => return self.vacate(running).await,
                 },
             }
         }
@@ -621,7 +717,7 @@ impl Starter<'_> {
 
     /// Soft vacate: the job's kill signal, `max_vacate_secs` of grace,
     /// then SIGKILL. A hard kill request during the grace escalates.
-    async fn vacate(&mut self, running: &mut Running, eof: &mut Eof<'_>) -> Ending {
+    async fn vacate(&mut self, running: &mut Running) -> Ending {
         let sig = plan::kill_signal(plan::string_attr(&self.job, "KillSig").as_deref());
         let sig = Signal::try_from(sig).unwrap_or(Signal::SIGTERM);
         tracing::info!(signal = %sig, grace = self.spec.max_vacate_secs, "vacating the job");
@@ -636,7 +732,7 @@ impl Starter<'_> {
                     hard_kill(running).await;
                     return Ending::Vacated;
                 }
-                req = next_request(&mut self.signals, eof, &mut self.eof_seen) => {
+                req = next_request(self.signals, self.inbox) => {
                     if let Request::Kill { startd_gone } = req {
                         self.startd_gone |= startd_gone;
                         hard_kill(running).await;

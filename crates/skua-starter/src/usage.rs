@@ -75,12 +75,27 @@ pub fn sample_group(pgid: i32) -> Sample {
     s
 }
 
+/// CPU seconds (user, system) and peak RSS (KiB) of the reaped children
+/// of this process, all of them since it started.
+fn children_rusage() -> Option<(f64, f64, u64)> {
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok()?;
+    let secs = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1_000_000.0;
+    Some((
+        secs(ru.user_time()),
+        secs(ru.system_time()),
+        ru.max_rss().max(0) as u64,
+    ))
+}
+
 /// Peak sizes and CPU of the job so far.
 #[derive(Debug, Default)]
 pub struct UsageMeter {
     pgid: Option<i32>,
     started: Option<Instant>,
     ended: Option<f64>,
+    /// The children's usage before this job: a starter runs a claim's jobs
+    /// one after another, and the kernel sums all its reaped children.
+    baseline: Option<(f64, f64, u64)>,
     peak_vsize_kb: u64,
     peak_rss_kb: u64,
     user_secs: f64,
@@ -88,11 +103,13 @@ pub struct UsageMeter {
 }
 
 impl UsageMeter {
-    /// The job's process group started now.
+    /// The job's process group started now. The group is first sampled at
+    /// the first sampling interval: scanning `/proc` costs more than a
+    /// short job runs.
     pub fn start(&mut self, pgid: Pid) {
         self.pgid = Some(pgid.as_raw());
         self.started = Some(Instant::now());
-        self.sample();
+        self.baseline = children_rusage();
     }
 
     /// Takes a sample of the group, keeping peaks.
@@ -106,21 +123,22 @@ impl UsageMeter {
         self.sys_secs = self.sys_secs.max(s.sys_secs);
     }
 
-    /// The job is over: fold in the CPU and peak RSS of the reaped
-    /// children.
+    /// The job is over (its processes reaped): fold in the CPU of its
+    /// reaped processes and, when one of them set a new peak, their peak
+    /// RSS. A job never sampled gets that peak as its image size too.
     pub fn finish(&mut self) {
         if let Some(t) = self.started {
             self.ended = Some(t.elapsed().as_secs_f64());
         }
-        if let Ok(ru) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        {
-            let secs = |tv: nix::sys::time::TimeVal| {
-                tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1_000_000.0
-            };
-            self.user_secs = self.user_secs.max(secs(ru.user_time()));
-            self.sys_secs = self.sys_secs.max(secs(ru.system_time()));
-            self.peak_rss_kb = self.peak_rss_kb.max(ru.max_rss().max(0) as u64);
+        if let Some((user, sys, max_rss)) = children_rusage() {
+            let (u0, s0, r0) = self.baseline.unwrap_or_default();
+            self.user_secs = self.user_secs.max(user - u0);
+            self.sys_secs = self.sys_secs.max(sys - s0);
+            if max_rss > r0 || self.baseline.is_none() {
+                self.peak_rss_kb = self.peak_rss_kb.max(max_rss);
+            }
         }
+        self.peak_vsize_kb = self.peak_vsize_kb.max(self.peak_rss_kb);
     }
 
     /// Usage so far.

@@ -324,11 +324,11 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     });
     // its stdin stays open while it runs
     assert!(find("eof.").is_empty());
-    // a second activation of a busy claim is refused
+    // a second activation of a busy claim is put off: not yet
     let e = rt
         .block_on(client.command::<_, Ack>(&routes::STARTD_ACTIVATE, Some(&activate)))
         .unwrap_err();
-    assert_eq!(remote_status(&e), 409, "{e}");
+    assert_eq!(remote_status(&e), 503, "{e}");
 
     // a graceful deactivation: SIGTERM to the starter; it dies abnormally,
     // so the startd kills the job's process group and removes its
@@ -404,6 +404,134 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     assert_eq!(remote_status(&e), 404, "{e}");
     assert!(pool.logs().contains("unknown claim id"), "{}", pool.logs());
     let _ = host;
+}
+
+/// The startd side of claim reuse: a starter that reports its job done
+/// leaves the slot Claimed/Idle and gets the claim's next job on its
+/// standard input; when the claim is released its standard input closes.
+#[test]
+fn a_starter_that_reports_done_gets_the_claims_next_job() {
+    let base = scratch("startd-reuse-files");
+    let marks = base.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let starter = base.join("fake_starter.sh");
+    let mut pool = startd_pool("startd-reuse", &[("_CONDOR_NUM_CPUS", "1")]);
+    // each spec is recorded, then reported done at once
+    write_script(
+        &starter,
+        &format!(
+            "#!/bin/sh\nM={m}\nn=0\nwhile IFS= read -r spec; do\n  n=$((n+1))\n  \
+             printf '%s\\n' \"$spec\" > \"$M/spec.$$.$n\"\n  \
+             job=$(printf '%s' \"$spec\" | sed 's/.*\"job_id\":\"\\([^\"]*\\)\".*/\\1/')\n  \
+             echo \"{{\\\"done\\\":\\\"$job\\\"}}\"\ndone\necho eof > \"$M/eof.$$\"\n",
+            m = marks.display(),
+        ),
+    );
+    pool.extra_env.push((
+        "_CONDOR_STARTER".into(),
+        starter.to_string_lossy().into_owned(),
+    ));
+    pool.start();
+    wait_for("the slot", Duration::from_secs(30), || {
+        status_af(&pool, &["Name"]).len() == 1
+    });
+    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let rt = runtime();
+    let client = skua_net::Client::new(
+        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
+                  RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_MATCH,
+            Some(&MatchNotice {
+                slot: slot1.clone(),
+                claim_id: CLAIM.into(),
+                submitter: "alice@test".into(),
+                schedd_addr: "<127.0.0.1:1>".into(),
+                preempting: false,
+            }),
+        ))
+        .unwrap();
+    let _: ClaimReply = rt
+        .block_on(client.command(
+            &routes::STARTD_CLAIM,
+            Some(&ClaimRequest {
+                claim_id: CLAIM.into(),
+                job_ad: job_ad.into(),
+                schedd_addr: "<127.0.0.1:1>".into(),
+            }),
+        ))
+        .unwrap();
+    let specs = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&marks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("spec."))
+            .collect();
+        v.sort();
+        v
+    };
+    let activate = |job_id: &str| {
+        let req = ActivateRequest {
+            claim_id: CLAIM.into(),
+            job_ad: job_ad.into(),
+            job_id: job_id.into(),
+            shadow_addr: "<127.0.0.1:1>".into(),
+        };
+        // the startd may not have read the done line yet: it says so
+        wait_for("the activation", Duration::from_secs(10), || {
+            match rt.block_on(client.command::<_, Ack>(&routes::STARTD_ACTIVATE, Some(&req))) {
+                Ok(_) => true,
+                Err(e) => {
+                    assert_eq!(remote_status(&e), 503, "{e}");
+                    false
+                }
+            }
+        });
+    };
+    for (n, job) in ["1.0", "1.1", "1.2"].iter().enumerate() {
+        activate(job);
+        wait_for("the spec", Duration::from_secs(10), || {
+            specs().len() == n + 1
+        });
+    }
+    // one starter process got all three jobs, in order
+    let names = specs();
+    let pid = names[0].split('.').nth(1).unwrap().to_string();
+    assert_eq!(
+        names,
+        vec![
+            format!("spec.{pid}.1"),
+            format!("spec.{pid}.2"),
+            format!("spec.{pid}.3")
+        ]
+    );
+    let third = std::fs::read_to_string(marks.join(&names[2])).unwrap();
+    assert!(third.contains("\"job_id\":\"1.2\""), "{third}");
+    wait_for("the claim idle", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "State", "Activity"]).contains(&format!("{slot1} Claimed Idle"))
+    });
+    // the claim ends: the starter's standard input closes and it exits
+    let _: Ack = rt
+        .block_on(client.command(
+            &routes::STARTD_RELEASE,
+            Some(&ReleaseRequest {
+                claim_id: CLAIM.into(),
+            }),
+        ))
+        .unwrap();
+    wait_for("the starter to end", Duration::from_secs(10), || {
+        marks.join(format!("eof.{pid}")).exists()
+    });
+    wait_for("the slot unclaimed", Duration::from_secs(10), || {
+        status_af(&pool, &["Name", "State"]).contains(&format!("{slot1} Unclaimed"))
+    });
 }
 
 #[test]

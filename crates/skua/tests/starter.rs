@@ -11,7 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{alive, kill, scratch, wait_for, SKUAD};
@@ -35,6 +35,8 @@ struct Record {
     updates: Vec<UpdateKind>,
     outputs: Vec<(String, u32)>,
     exit: Option<JobExit>,
+    /// The jobs of every exit report, in order.
+    exits: usize,
 }
 
 #[derive(Clone)]
@@ -107,7 +109,9 @@ async fn update(State(s): State<Shadow>, Json(u): Json<JobUpdate>) -> Result<Jso
 
 async fn exit(State(s): State<Shadow>, Json(e): Json<JobExit>) -> Result<Json<Ack>, ApiError> {
     check_claim(&e.claim_id)?;
-    s.rec.lock().unwrap().exit = Some(e);
+    let mut rec = s.rec.lock().unwrap();
+    rec.exit = Some(e);
+    rec.exits += 1;
     Ok(Json(Ack {}))
 }
 
@@ -122,6 +126,8 @@ struct World {
     addr: String,
     rec: Arc<Mutex<Record>>,
     job_ad: String,
+    /// The running starter's standard output lines.
+    lines: Mutex<Option<mpsc::Receiver<String>>>,
 }
 
 impl World {
@@ -157,6 +163,7 @@ impl World {
             addr: String::new(),
             rec: Arc::default(),
             job_ad,
+            lines: Mutex::new(None),
         }
         .serve(key)
     }
@@ -191,16 +198,22 @@ impl World {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
-    fn start(&self, max_vacate_secs: u64) -> Child {
+    fn spec(&self, job_id: &str, max_vacate_secs: u64) -> String {
         let spec = StarterSpec {
             claim_id: CLAIM.into(),
-            job_id: "1.0".into(),
+            job_id: job_id.into(),
             job_ad: self.job_ad.clone(),
             slot_ad: r#"[ Name = "slot1_1@exec.test"; Cpus = 2; FileSystemDomain = "exec.test"; UidDomain = "test.domain" ]"#.into(),
             shadow_addr: self.addr.clone(),
             execute_dir: self.execute.display().to_string(),
             max_vacate_secs,
         };
+        serde_json::to_string(&spec).unwrap() + "\n"
+    }
+
+    /// Starts a starter with job 1.0, as the startd does; its standard
+    /// output (the done lines) goes to a thread that sends each line.
+    fn start_with_lines(&self, max_vacate_secs: u64) -> (Child, mpsc::Receiver<String>) {
         let mut child = Command::new(SKUAD)
             .arg("starter")
             .env_clear()
@@ -208,24 +221,52 @@ impl World {
             .env("HOME", &self.dir)
             .env("SKUA_CONFIG", self.dir.join("skua_config"))
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let text = serde_json::to_string(&spec).unwrap();
         child
             .stdin
             .as_mut()
             .unwrap()
-            .write_all(text.as_bytes())
+            .write_all(self.spec("1.0", max_vacate_secs).as_bytes())
             .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, rx)
+    }
+
+    /// Starts a starter with one job; [`World::wait`] ends its claim once
+    /// the job is done.
+    fn start(&self, max_vacate_secs: u64) -> Child {
+        let (child, lines) = self.start_with_lines(max_vacate_secs);
+        *self.lines.lock().unwrap() = Some(lines);
         child
     }
 
-    /// Waits for the starter to exit; returns its exit code.
+    /// Waits for the starter to exit; returns its exit code. Like the
+    /// startd, it closes the starter's standard input (the claim is over)
+    /// when the starter reports its job done.
     fn wait(&self, child: &mut Child) -> i32 {
         let deadline = Instant::now() + Duration::from_secs(30);
+        let lines = self.lines.lock().unwrap().take();
         loop {
+            if let Some(lines) = &lines {
+                while let Ok(line) = lines.try_recv() {
+                    if line.contains("\"done\"") {
+                        drop(child.stdin.take());
+                    }
+                }
+            }
             if let Some(status) = child.try_wait().unwrap() {
                 if !status.success() {
                     let mut err = String::new();
@@ -242,7 +283,7 @@ impl World {
                 kill(child.id() as i32, "-KILL");
                 panic!("the starter did not exit");
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -557,4 +598,44 @@ fn a_root_starter_never_runs_a_job_as_root() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn one_starter_runs_the_claims_jobs_one_after_another() {
+    let w = World::new("reuse", r#"Cmd = "run.sh"; Out = "job.out""#);
+    w.script("run.sh", "echo ran $$");
+    let (mut child, lines) = w.start_with_lines(5);
+    let pid = child.id();
+    let next_line = || lines.recv_timeout(Duration::from_secs(20)).unwrap();
+    // The first job's run is over: the starter says so, reports the exit
+    // and waits with its scratch directory gone.
+    assert_eq!(next_line(), r#"{"done":"1.0"}"#);
+    wait_for("the first exit", Duration::from_secs(10), || {
+        w.rec.lock().unwrap().exits == 1
+    });
+    assert!(!w.scratch_of(pid).exists());
+    assert!(child.try_wait().unwrap().is_none(), "the starter waits");
+    // The claim's next job goes to the same process.
+    let stdin = child.stdin.as_mut().unwrap();
+    stdin.write_all(w.spec("1.1", 5).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(next_line(), r#"{"done":"1.1"}"#);
+    wait_for("the second exit", Duration::from_secs(10), || {
+        w.rec.lock().unwrap().exits == 2
+    });
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    assert_eq!(
+        w.rec
+            .lock()
+            .unwrap()
+            .updates
+            .iter()
+            .filter(|u| **u == UpdateKind::Executing)
+            .count(),
+        2
+    );
+    // The claim is over: standard input closes and the starter ends.
+    drop(child.stdin.take());
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(w.execute_is_empty());
 }
