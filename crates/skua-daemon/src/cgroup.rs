@@ -394,9 +394,26 @@ impl CgroupTree {
     }
 }
 
+/// The startd's start-up clean-up: kills what is left in the job groups
+/// of its earlier life (below `BASE_CGROUP`/`<execute key>`) and removes
+/// them. Does nothing (but log at debug) where cgroups are not used.
+pub fn clean_leftover_job_groups(base: &str, execute: &Path) {
+    match CgroupTree::discover(base, execute) {
+        Ok(tree) => {
+            let n = tree.clean_leftovers(None, Duration::from_secs(2));
+            if n > 0 {
+                tracing::info!(dir = %tree.dir().display(), groups = n, "removed leftover job cgroups");
+            }
+            let _ = std::fs::remove_dir(tree.dir());
+        }
+        Err(e) => tracing::debug!(reason = %e, "no job cgroups to clean"),
+    }
+}
+
 // ---------------------------------------------------------------- one job
 
-/// One job's group. Dropping it leaves the group in place: call
+/// One job's group. Dropping it removes the group only if it is empty
+/// (the kernel refuses to remove a group with processes): call
 /// [`kill`](Self::kill) and [`remove`](Self::remove).
 #[derive(Debug)]
 pub struct JobCgroup {
@@ -590,6 +607,12 @@ impl JobCgroup {
             let _ = std::fs::remove_dir(parent);
         }
         Ok(())
+    }
+}
+
+impl Drop for JobCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.path);
     }
 }
 

@@ -780,12 +780,17 @@ fn host_name() -> String {
 /// Runs the startd until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     let start = now_secs();
+    let speed = tokio::task::spawn_blocking(crate::bench::measure);
     let execute = PathBuf::from(
         ctx.knob("EXECUTE")?
             .context("EXECUTE is not defined: the startd runs jobs there")?,
     );
     std::fs::create_dir_all(&execute).with_context(|| format!("creating {}", execute.display()))?;
     clean_execute(&execute);
+    skua_daemon::cgroup::clean_leftover_job_groups(
+        &ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
+        &execute,
+    );
     let host = host_name();
     let sources = FactSources {
         execute: execute.clone(),
@@ -803,7 +808,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         uid_domain: ctx.knob("UID_DOMAIN")?.unwrap_or_else(|| host.clone()),
         start_time: start,
     };
-    let facts = facts::measure(&sources);
+    let mut facts = facts::measure(&sources);
+    (facts.mips, facts.kflops) = crate::bench::results(speed).await;
     let knob = |name: &str| ctx.knob(name).ok().flatten();
     let config = StartdConfig::from_knobs(&knob, &facts).context("startd configuration")?;
     let cron_jobs = cron::jobs(&knob).map_err(|e| anyhow::anyhow!("startd configuration: {e}"))?;

@@ -90,6 +90,8 @@ pub struct Settings {
     pub renice: Option<String>,
     /// `SLOT<N>_USER` for this slot.
     pub slot_user: Option<String>,
+    /// `BASE_CGROUP` (empty: no cgroups).
+    pub base_cgroup: String,
 }
 
 impl Settings {
@@ -106,6 +108,7 @@ impl Settings {
             shadow_timeout: Duration::from_secs(timeout),
             renice: ctx.knob("JOB_RENICE_INCREMENT")?,
             slot_user,
+            base_cgroup: ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
         })
     }
 }
@@ -267,6 +270,7 @@ enum Ending {
 struct Running {
     child: tokio::process::Child,
     pgid: Pid,
+    cgroup: Option<skua_daemon::cgroup::JobCgroup>,
 }
 
 impl Starter<'_> {
@@ -330,11 +334,14 @@ impl Starter<'_> {
         let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
         self.renice(running.pgid);
         self.meter.start(running.pgid);
+        self.meter
+            .watch_cgroup(running.cgroup.as_ref().map(|g| g.path()));
         self.update(UpdateKind::Executing).await;
 
         let ending = self.supervise(&mut running, eof).await;
         // No process of the job survives it.
         let _ = killpg(running.pgid, Signal::SIGKILL);
+        crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
         self.meter.sample();
         self.meter.finish();
 
@@ -520,9 +527,14 @@ impl Starter<'_> {
         if let Some((uid, gid)) = ids {
             cmd.uid(uid.as_raw()).gid(gid.as_raw());
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
+        let execute = Path::new(&self.spec.execute_dir);
+        let (child, cgroup) = crate::cgroup::spawn_job(
+            &self.settings.base_cgroup,
+            execute,
+            &self.slot_name,
+            &mut cmd,
+        )
+        .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
         let pid = child
             .id()
             .and_then(|p| i32::try_from(p).ok())
@@ -531,6 +543,7 @@ impl Starter<'_> {
         Ok(Running {
             child,
             pgid: Pid::from_raw(pid),
+            cgroup,
         })
     }
 
@@ -599,10 +612,12 @@ impl Starter<'_> {
                 req = next_request(&mut self.signals, eof, &mut self.eof_seen) => match req {
                     Request::Suspend if !suspended => {
                         let _ = killpg(running.pgid, Signal::SIGSTOP);
+                        crate::cgroup::freeze(running.cgroup.as_ref(), true);
                         suspended = true;
                         self.update(UpdateKind::Suspended).await;
                     }
                     Request::Continue if suspended => {
+                        crate::cgroup::freeze(running.cgroup.as_ref(), false);
                         let _ = killpg(running.pgid, Signal::SIGCONT);
                         suspended = false;
                         self.update(UpdateKind::Unsuspended).await;
@@ -625,6 +640,7 @@ impl Starter<'_> {
         let sig = plan::kill_signal(plan::string_attr(&self.job, "KillSig").as_deref());
         let sig = Signal::try_from(sig).unwrap_or(Signal::SIGTERM);
         tracing::info!(signal = %sig, grace = self.spec.max_vacate_secs, "vacating the job");
+        crate::cgroup::freeze(running.cgroup.as_ref(), false);
         let _ = killpg(running.pgid, sig);
         let _ = killpg(running.pgid, Signal::SIGCONT);
         let deadline = tokio::time::sleep(Duration::from_secs(self.spec.max_vacate_secs));
@@ -716,6 +732,7 @@ impl Starter<'_> {
 
 async fn hard_kill(running: &mut Running) {
     let _ = killpg(running.pgid, Signal::SIGKILL);
+    crate::cgroup::kill(running.cgroup.as_ref());
     let _ = running.child.wait().await;
 }
 
