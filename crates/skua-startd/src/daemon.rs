@@ -195,6 +195,8 @@ pub struct StarterSetup {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub execute: PathBuf,
+    /// Where the starters put their jobs' cgroups (when they do).
+    pub cgroups: Option<skua_daemon::cgroup::CgroupTree>,
 }
 
 /// The starter program: `STARTER` when the configuration sets it (not the
@@ -221,9 +223,11 @@ fn starter_setup(ctx: &DaemonContext, execute: PathBuf) -> anyhow::Result<Starte
             vec!["starter".to_string()],
         ),
     };
+    let base_cgroup = ctx.knob("BASE_CGROUP")?.unwrap_or_default();
     Ok(StarterSetup {
         program,
         args,
+        cgroups: skua_daemon::cgroup::CgroupTree::discover(&base_cgroup, &execute).ok(),
         execute,
     })
 }
@@ -730,6 +734,9 @@ impl Shell {
             None => tracing::warn!("{slot}: starter {pid}: exit status lost"),
         }
         clean_after_starter(&self.setup.execute, pid, abnormal);
+        if let Some(cgroups) = &self.setup.cgroups {
+            cgroups.clean_leftovers(Some(pid), Duration::from_secs(2));
+        }
         if self.starters.get(slot).is_some_and(|s| s.pid == pid) {
             self.starters.remove(slot);
         }
