@@ -1,7 +1,8 @@
 //! What every Skua daemon shares: the configuration read from the real
 //! system, directories, logging, the security setup (pool signing key,
 //! daemon token, ALLOW/DENY policy), address files, and the loop that
-//! advertises a daemon's ad to the collector.
+//! advertises a daemon's ad to the collector; jobs' cgroups (`cgroup`,
+//! shared by the starter and the startd).
 //!
 //! This is the edge where the file system, the environment and the clock are
 //! read; the decisions are made by the pure cores (`skua-config`,
@@ -9,6 +10,7 @@
 
 pub mod address;
 pub mod advertise;
+pub mod cgroup;
 pub mod context;
 pub mod logging;
 pub mod security;

@@ -67,6 +67,32 @@ pub struct Schedd {
     autocluster_ids: std::collections::HashMap<String, u64>,
     /// The jobs of each autocluster as last offered to the negotiator.
     autocluster_jobs: std::collections::HashMap<u64, Vec<JobId>>,
+    /// Each owner's idle jobs in queue order, as last computed. Kept while
+    /// no change could make a job idle or reorder the idle jobs; jobs that
+    /// left the idle state are skipped (and dropped) when it is read. Claim
+    /// reuse reads it for every job, so the queue is not sorted per job.
+    idle_order: std::collections::HashMap<String, std::collections::VecDeque<JobId>>,
+}
+
+/// Whether applying `m` may add an idle job or change the order of the
+/// idle jobs (the rule of [`Queue::idle_jobs_in_order`]).
+fn may_reorder_idle(m: &Mutation) -> bool {
+    const ORDER_ATTRS: [&str; 4] = ["JobStatus", "JobPrio", "QDate", "Owner"];
+    match m {
+        Mutation::NewCluster { .. } | Mutation::NewJob { .. } => true,
+        Mutation::SetAttr { name, value, .. } => {
+            if name.eq_ignore_ascii_case("JobStatus") {
+                // leaving the idle state never reorders the rest
+                value.trim() == "1"
+            } else {
+                ORDER_ATTRS.iter().any(|a| a.eq_ignore_ascii_case(name))
+            }
+        }
+        Mutation::DeleteAttr { name, .. } => {
+            ORDER_ATTRS.iter().any(|a| a.eq_ignore_ascii_case(name))
+        }
+        _ => false,
+    }
 }
 
 impl std::fmt::Debug for Schedd {
@@ -108,6 +134,7 @@ impl Schedd {
             settings,
             userlog,
             autocluster_ids: std::collections::HashMap::new(),
+            idle_order: std::collections::HashMap::new(),
             autocluster_jobs: std::collections::HashMap::new(),
         })
     }
@@ -200,6 +227,9 @@ impl Schedd {
         if applied.is_ok() {
             applied = self.queue.apply(&txn.mutations[start..]);
         }
+        if txn.mutations.iter().any(may_reorder_idle) {
+            self.idle_order.clear();
+        }
         if let Err(e) = applied {
             // part of the transaction may be applied: back to the store's
             // state, which nothing of this transaction has reached
@@ -285,6 +315,7 @@ impl Schedd {
 
     /// Back to the store's state.
     fn reload(&mut self) {
+        self.idle_order.clear();
         match Self::recover(&self.store) {
             Ok(q) => self.queue = q,
             Err(e) => tracing::error!("reloading the queue from the store failed: {e}"),
@@ -613,19 +644,38 @@ impl Schedd {
         now: i64,
     ) -> Option<JobId> {
         let mut ev = self.take_evaluator(now);
+        let queue = &self.queue;
+        let order = self
+            .idle_order
+            .entry(owner.to_string())
+            .or_insert_with(|| queue.idle_jobs_in_order(&mut ev, Some(owner), None).into());
+        // jobs no longer idle at the front go for good
+        while order
+            .front()
+            .is_some_and(|id| queue.status(*id) != Some(JobStatus::Idle))
+        {
+            order.pop_front();
+        }
         let mut found = None;
-        for id in self.queue.idle_jobs_in_order(&mut ev, Some(owner), None) {
-            if busy.contains(&id) {
+        let (mut skipped, mut unmatched) = (0, 0);
+        for id in order.iter() {
+            if busy.contains(id) || queue.status(*id) != Some(JobStatus::Idle) {
+                skipped += 1;
                 continue;
             }
-            let Some(ad) = self.queue.job(id) else {
+            let Some(ad) = queue.job(*id) else {
                 continue;
             };
             if classad::symmetric_match(&mut ev, ad, slot_ad).matched {
-                found = Some(id);
+                found = Some(*id);
                 break;
             }
+            unmatched += 1;
         }
+        tracing::debug!(
+            "next job for {owner}: {found:?} ({} in order, {skipped} busy or not idle, {unmatched} not matching)",
+            order.len()
+        );
         self.ev = ev;
         found
     }

@@ -157,15 +157,16 @@ pub(crate) async fn matches(
         let owner2 = owner.clone();
         let autocluster = info.autocluster;
         let slot_ad2 = slot_ad.clone();
-        // Pick the job and mark it busy under one lock of the busy set.
-        let job = {
-            let busy = st.shadows.busy().clone();
-            with_schedd(&st2, move |s| {
-                Ok(s.job_for_match(autocluster, &owner2, &slot_ad2, &busy, now_secs()))
-            })
-            .await?
-        };
-        let Some(job) = job.filter(|j| st.shadows.busy().insert(*j)) else {
+        // Pick the job and mark it busy in one step (under the queue's lock,
+        // then the busy set's), so that two claims never pick the same job.
+        let shadows = st.shadows.clone();
+        let job = with_schedd(&st2, move |s| {
+            let mut busy = shadows.busy();
+            let job = s.job_for_match(autocluster, &owner2, &slot_ad2, &busy, now_secs());
+            Ok(job.filter(|j| busy.insert(*j)))
+        })
+        .await?;
+        let Some(job) = job else {
             // Nothing to run: give the match back at once.
             let st3 = st.clone();
             tokio::spawn(async move { release(&st3, &info.startd_addr, &info.claim_id).await });
@@ -264,14 +265,17 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
         // Claim reuse: the next idle job of the same user that fits.
         let owner2 = owner.clone();
         let ad2 = slot_ad.clone();
-        let busy = shadows.busy().clone();
+        let shadows2 = shadows.clone();
         let next = with_schedd(&st, move |s| {
-            Ok(s.next_job_for(&owner2, &ad2, &busy, now_secs()))
+            // chosen and marked busy in one step (see `matches`)
+            let mut busy = shadows2.busy();
+            let job = s.next_job_for(&owner2, &ad2, &busy, now_secs());
+            Ok(job.filter(|j| busy.insert(*j)))
         })
         .await
         .ok()
         .flatten();
-        match next.filter(|j| shadows.busy().insert(*j)) {
+        match next {
             Some(j) => job = j,
             None => break,
         }

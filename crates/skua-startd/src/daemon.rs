@@ -219,6 +219,8 @@ pub struct StarterSetup {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub execute: PathBuf,
+    /// Where the starters put their jobs' cgroups (when they do).
+    pub cgroups: Option<skua_daemon::cgroup::CgroupTree>,
 }
 
 /// The starter program: `STARTER` when the configuration sets it (not the
@@ -245,9 +247,11 @@ fn starter_setup(ctx: &DaemonContext, execute: PathBuf) -> anyhow::Result<Starte
             vec!["starter".to_string()],
         ),
     };
+    let base_cgroup = ctx.knob("BASE_CGROUP")?.unwrap_or_default();
     Ok(StarterSetup {
         program,
         args,
+        cgroups: skua_daemon::cgroup::CgroupTree::discover(&base_cgroup, &execute).ok(),
         execute,
     })
 }
@@ -856,6 +860,9 @@ impl Shell {
             None => tracing::warn!("{slot}: starter {pid}: exit status lost"),
         }
         clean_after_starter(&self.setup.execute, pid, abnormal);
+        if let Some(cgroups) = &self.setup.cgroups {
+            cgroups.clean_leftovers(Some(pid), Duration::from_secs(2));
+        }
         // Only the exit of the starter running the slot's job ends that
         // job; an idle starter, or one already replaced, leaves no job.
         let running = self
@@ -950,12 +957,17 @@ fn host_name() -> String {
 /// Runs the startd until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     let start = now_secs();
+    let speed = tokio::task::spawn_blocking(crate::bench::measure);
     let execute = PathBuf::from(
         ctx.knob("EXECUTE")?
             .context("EXECUTE is not defined: the startd runs jobs there")?,
     );
     std::fs::create_dir_all(&execute).with_context(|| format!("creating {}", execute.display()))?;
     clean_execute(&execute);
+    skua_daemon::cgroup::clean_leftover_job_groups(
+        &ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
+        &execute,
+    );
     let host = host_name();
     let sources = FactSources {
         execute: execute.clone(),
@@ -973,7 +985,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         uid_domain: ctx.knob("UID_DOMAIN")?.unwrap_or_else(|| host.clone()),
         start_time: start,
     };
-    let facts = facts::measure(&sources);
+    let mut facts = facts::measure(&sources);
+    (facts.mips, facts.kflops) = crate::bench::results(speed).await;
     let knob = |name: &str| ctx.knob(name).ok().flatten();
     let config = StartdConfig::from_knobs(&knob, &facts).context("startd configuration")?;
     let cron_jobs = cron::jobs(&knob).map_err(|e| anyhow::anyhow!("startd configuration: {e}"))?;

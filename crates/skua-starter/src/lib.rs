@@ -8,9 +8,11 @@
 //!
 //! - [`plan`]: the decisions, pure (shared file system or transfer,
 //!   arguments, environment, kill signal, account, outputs).
-//! - [`usage`]: resource usage from `/proc`.
+//! - [`usage`]: resource usage from `/proc` (and the job's cgroup).
+//! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
 //! - [`run`]: the shell.
 
+pub mod cgroup;
 pub mod plan;
 pub mod run;
 pub mod usage;

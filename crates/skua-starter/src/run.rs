@@ -133,6 +133,8 @@ pub struct Settings {
     pub renice: Option<String>,
     /// `SLOT<N>_USER` for this slot.
     pub slot_user: Option<String>,
+    /// `BASE_CGROUP` (empty: no cgroups).
+    pub base_cgroup: String,
 }
 
 impl Settings {
@@ -149,6 +151,7 @@ impl Settings {
             shadow_timeout: Duration::from_secs(timeout),
             renice: ctx.knob("JOB_RENICE_INCREMENT")?,
             slot_user,
+            base_cgroup: ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
         })
     }
 }
@@ -360,6 +363,7 @@ enum Ending {
 struct Running {
     child: tokio::process::Child,
     pgid: Pid,
+    cgroup: Option<skua_daemon::cgroup::JobCgroup>,
 }
 
 impl Starter<'_> {
@@ -427,11 +431,14 @@ impl Starter<'_> {
         let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
         self.renice(running.pgid);
         self.meter.start(running.pgid);
+        self.meter
+            .watch_cgroup(running.cgroup.as_ref().map(|g| g.path()));
         self.update(UpdateKind::Executing).await;
 
         let ending = self.supervise(&mut running).await;
         // No process of the job survives it.
         let _ = killpg(running.pgid, Signal::SIGKILL);
+        crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
         self.meter.finish();
 
         // the startd's WANT_HOLD: it wrote why before stopping the job
@@ -616,9 +623,14 @@ impl Starter<'_> {
         if let Some((uid, gid)) = ids {
             cmd.uid(uid.as_raw()).gid(gid.as_raw());
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
+        let execute = Path::new(&self.spec.execute_dir);
+        let (child, cgroup) = crate::cgroup::spawn_job(
+            &self.settings.base_cgroup,
+            execute,
+            &self.slot_name,
+            &mut cmd,
+        )
+        .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
         let pid = child
             .id()
             .and_then(|p| i32::try_from(p).ok())
@@ -627,6 +639,7 @@ impl Starter<'_> {
         Ok(Running {
             child,
             pgid: Pid::from_raw(pid),
+            cgroup,
         })
     }
 
@@ -695,10 +708,17 @@ impl Starter<'_> {
                 req = next_request(self.signals, self.inbox) => match req {
                     Request::Suspend if !suspended => {
                         let _ = killpg(running.pgid, Signal::SIGSTOP);
+                        // A process frozen before it took the SIGSTOP would
+                        // not show as stopped: let the leader stop first.
+                        if running.cgroup.is_some() {
+                            wait_stopped(running.pgid).await;
+                        }
+                        crate::cgroup::freeze(running.cgroup.as_ref(), true);
                         suspended = true;
                         self.update(UpdateKind::Suspended).await;
                     }
                     Request::Continue if suspended => {
+                        crate::cgroup::freeze(running.cgroup.as_ref(), false);
                         let _ = killpg(running.pgid, Signal::SIGCONT);
                         suspended = false;
                         self.update(UpdateKind::Unsuspended).await;
@@ -721,6 +741,7 @@ impl Starter<'_> {
         let sig = plan::kill_signal(plan::string_attr(&self.job, "KillSig").as_deref());
         let sig = Signal::try_from(sig).unwrap_or(Signal::SIGTERM);
         tracing::info!(signal = %sig, grace = self.spec.max_vacate_secs, "vacating the job");
+        crate::cgroup::freeze(running.cgroup.as_ref(), false);
         let _ = killpg(running.pgid, sig);
         let _ = killpg(running.pgid, Signal::SIGCONT);
         let deadline = tokio::time::sleep(Duration::from_secs(self.spec.max_vacate_secs));
@@ -810,8 +831,24 @@ impl Starter<'_> {
     }
 }
 
+/// Waits (briefly) until process `pid` is stopped by a signal.
+async fn wait_stopped(pid: Pid) {
+    let path = format!("/proc/{pid}/stat");
+    for _ in 0..200 {
+        let state = std::fs::read_to_string(&path).ok().and_then(|line| {
+            let rest = &line[line.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(str::to_string)
+        });
+        match state.as_deref() {
+            Some("T") | Some("t") | None => return,
+            _ => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+    }
+}
+
 async fn hard_kill(running: &mut Running) {
     let _ = killpg(running.pgid, Signal::SIGKILL);
+    crate::cgroup::kill(running.cgroup.as_ref());
     let _ = running.child.wait().await;
 }
 

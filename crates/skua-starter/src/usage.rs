@@ -1,8 +1,10 @@
 //! Resource usage of the job's process group, from `/proc`.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use nix::unistd::Pid;
+use skua_daemon::cgroup::CpuStat;
 use skua_proto::JobUsage;
 
 /// One sample of a process group: summed over its processes.
@@ -100,6 +102,11 @@ pub struct UsageMeter {
     peak_rss_kb: u64,
     user_secs: f64,
     sys_secs: f64,
+    /// The job's cgroup, when it has one: its `cpu.stat` counts every
+    /// process of the job, those that left the process group or exited
+    /// included.
+    cgroup: Option<PathBuf>,
+    cgroup_cpu: Option<CpuStat>,
 }
 
 impl UsageMeter {
@@ -112,8 +119,32 @@ impl UsageMeter {
         self.baseline = children_rusage();
     }
 
+    /// Reads the CPU time of the job's cgroup at each sample from now on.
+    pub fn watch_cgroup(&mut self, dir: Option<&Path>) {
+        self.cgroup = dir.map(Path::to_path_buf);
+        self.sample_cgroup();
+    }
+
+    /// The cgroup's figures at the end (read before it was removed): they
+    /// are the job's CPU time.
+    pub fn cgroup_final(&mut self, cpu: CpuStat) {
+        self.cgroup = None;
+        self.cgroup_cpu = Some(cpu);
+        self.user_secs = self.user_secs.max(cpu.user_secs());
+        self.sys_secs = self.sys_secs.max(cpu.sys_secs());
+    }
+
+    fn sample_cgroup(&mut self) {
+        if let Some(cpu) = self.cgroup.as_deref().and_then(CpuStat::read) {
+            self.cgroup_cpu = Some(cpu);
+            self.user_secs = self.user_secs.max(cpu.user_secs());
+            self.sys_secs = self.sys_secs.max(cpu.sys_secs());
+        }
+    }
+
     /// Takes a sample of the group, keeping peaks.
     pub fn sample(&mut self) {
+        self.sample_cgroup();
         let Some(pgid) = self.pgid else { return };
         let s = sample_group(pgid);
         self.peak_vsize_kb = self.peak_vsize_kb.max(s.vsize_kb);
@@ -125,7 +156,9 @@ impl UsageMeter {
 
     /// The job is over (its processes reaped): fold in the CPU of its
     /// reaped processes and, when one of them set a new peak, their peak
-    /// RSS. A job never sampled gets that peak as its image size too.
+    /// RSS. A job never sampled gets that peak as its image size too. With
+    /// a cgroup, its CPU time is the job's: it also counts processes that
+    /// escaped the process group.
     pub fn finish(&mut self) {
         if let Some(t) = self.started {
             self.ended = Some(t.elapsed().as_secs_f64());
@@ -139,6 +172,10 @@ impl UsageMeter {
             }
         }
         self.peak_vsize_kb = self.peak_vsize_kb.max(self.peak_rss_kb);
+        if let Some(cpu) = self.cgroup_cpu {
+            self.user_secs = cpu.user_secs();
+            self.sys_secs = cpu.sys_secs();
+        }
     }
 
     /// Usage so far.
@@ -171,6 +208,21 @@ mod tests {
         let line = "4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 1 0 12345 104857600 2560 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
         assert_eq!(parse_stat(line), Some((4240, 250, 30, 104857600, 2560)));
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_cgroup_s_cpu_time_is_the_job_s() {
+        let mut m = UsageMeter::default();
+        m.start(nix::unistd::getpgrp());
+        m.cgroup_final(CpuStat {
+            usage_usec: 3_500_000,
+            user_usec: 3_000_000,
+            system_usec: 500_000,
+        });
+        m.finish();
+        let u = m.final_usage();
+        assert!((u.user_cpu_secs - 3.0).abs() < 1e-9, "{u:?}");
+        assert!((u.sys_cpu_secs - 0.5).abs() < 1e-9, "{u:?}");
     }
 
     #[test]

@@ -237,6 +237,11 @@ fn a_killed_starter_puts_the_job_back_and_it_completes() {
     assert!(log.contains("Job was evicted"), "{log}");
     // No process of the killed run survives.
     assert!(pids_of(&pool, "starter").iter().all(|p| !alive(*p)));
+    // nor its cgroup: the startd removed the killed starter's job group
+    if let Some(mount) = common::cgroup::usable_cgroup2() {
+        let groups = common::cgroup::job_groups_dir(&mount, &pool.dir.join("execute"));
+        assert!(!groups.exists(), "{} is left", groups.display());
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Cross-process tests of the startd in a personal pool: slot layouts and
 //! attributes in `skua status`, STARTD_ATTRS and STARTD_CRON, the clean-up
-//! of leftover execute directories, and matching, claiming, activating,
+//! of leftover execute directories and job cgroups, `Mips` and `KFlops`,
+//! and matching, claiming, activating,
 //! deactivating and releasing a slot through its routes with a fake
 //! starter, and a match that preempts a running claim.
 
@@ -90,6 +91,29 @@ fn slots_attributes_cron_and_execute_cleanup() {
     let orphan_pid = orphan.id() as i32;
     std::fs::write(execute.join("dir_4242.pgid"), format!("{orphan_pid}\n")).unwrap();
     std::fs::write(execute.join("keep_me"), "not a job directory").unwrap();
+    // and, where jobs get cgroups, a job left in its group
+    let leftover_group = match common::cgroup::usable_cgroup2() {
+        Some(mount) => {
+            let group = common::cgroup::job_groups_dir(&mount, &execute).join("slot1@gone_4242_1");
+            std::fs::create_dir_all(&group).unwrap();
+            let job = std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(group.join("cgroup.procs"))
+                .and_then(|mut f| {
+                    std::io::Write::write_all(&mut f, job.id().to_string().as_bytes())
+                })
+                .unwrap();
+            Some((group, job))
+        }
+        None => {
+            eprintln!("no cgroup v2 for root here: the leftover job cgroup is not tested");
+            None
+        }
+    };
 
     pool.start();
     wait_for(
@@ -151,6 +175,27 @@ fn slots_attributes_cron_and_execute_cleanup() {
     assert!(!execute.join("dir_4242").exists());
     assert!(!execute.join("dir_4242.pgid").exists());
     assert!(execute.join("keep_me").exists());
+    if let Some((group, mut job)) = leftover_group {
+        wait_for(
+            "the job left in its cgroup to be killed",
+            Duration::from_secs(10),
+            || job.try_wait().unwrap().is_some(),
+        );
+        assert!(!group.exists(), "the leftover group is removed");
+        assert!(!group.parent().unwrap().exists());
+    }
+
+    // the machine's speed, in every slot ad
+    let long = pool.ok(&["status", "-l"]);
+    for attr in ["Mips", "KFlops"] {
+        let values: Vec<i64> = long
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{attr} = ")))
+            .map(|v| v.trim().parse().unwrap())
+            .collect();
+        assert_eq!(values.len(), 3, "{attr} in each slot ad: {long}");
+        assert!(values.iter().all(|v| *v > 0), "{attr}: {values:?}");
+    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod cgroup;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
