@@ -1028,6 +1028,12 @@ impl Machine {
         out
     }
 
+    /// Evaluates the policy of slot `name` alone (after an event that
+    /// concerns only it); [`Machine::tick`] evaluates every slot.
+    pub fn evaluate_slot(&mut self, name: &str, now: i64) -> Vec<(String, Action)> {
+        self.evaluate_slot_named(name, now)
+    }
+
     /// Evaluates the policy of one slot until it settles (each transition
     /// changes the timers and states the expressions see).
     fn evaluate_slot_named(&mut self, name: &str, now: i64) -> Vec<(String, Action)> {

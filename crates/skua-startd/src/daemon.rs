@@ -1058,6 +1058,11 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .map(PathBuf::from);
     let mut last_ads = String::new();
     let mut last_publish = tokio::time::Instant::now();
+    // Slot ads are rebuilt for the advertiser at most every MIN_UPDATE_GAP
+    // (it sends no more often): a burst of changes costs one rebuild.
+    let mut dirty = false;
+    let mut publish = tokio::time::interval(MIN_UPDATE_GAP);
+    publish.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let mut changed = false;
         tokio::select! {
@@ -1065,19 +1070,33 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 changed = true;
                 match ev {
                     Event::Request { request, caller, reply } => {
-                        // a keep-alive changes nothing worth advertising
-                        let mutating = !matches!(request, Request::Alive(_));
+                        // A keep-alive changes nothing; an activation
+                        // concerns one slot, evaluated at once (every slot
+                        // is at each POLLING_INTERVAL).
+                        let (mutating, focus) = match &request {
+                            Request::Alive(_) => (false, None),
+                            Request::Activate(a) => (
+                                true,
+                                shell.machine.claim_status(&a.claim_id).ok().map(|(slot, _, _)| slot),
+                            ),
+                            _ => (true, None),
+                        };
                         let r = shell.request(request, &caller).await;
                         changed = mutating && r.is_ok();
                         let _ = reply.send(r);
-                        let now = now_secs();
-                        let actions = shell.machine.tick(now);
-                        shell.act(actions, now);
+                        if mutating {
+                            let now = now_secs();
+                            let actions = match focus {
+                                Some(slot) => shell.machine.evaluate_slot(&slot, now),
+                                None => shell.machine.tick(now),
+                            };
+                            shell.act(actions, now);
+                        }
                     }
                     Event::StarterDone { slot, pid } => {
                         shell.starter_done(&slot, pid);
                         let now = now_secs();
-                        let actions = shell.machine.tick(now);
+                        let actions = shell.machine.evaluate_slot(&slot, now);
                         shell.act(actions, now);
                     }
                     Event::StarterExited { slot, pid, status } => {
@@ -1112,14 +1131,17 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 changed = states != last_ads || last_publish.elapsed() >= ctx.update_interval;
                 last_ads = states;
             }
+            _ = publish.tick(), if dirty => {}
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break; }
             }
         }
         shell.let_go_of_idle_starters();
-        if changed {
+        dirty |= changed;
+        if dirty && last_publish.elapsed() >= MIN_UPDATE_GAP {
             let _ = ads_tx.send(shell.machine.ads(now_secs()));
             last_publish = tokio::time::Instant::now();
+            dirty = false;
         }
     }
     tracing::info!("startd shutting down");
