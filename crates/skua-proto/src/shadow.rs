@@ -204,4 +204,16 @@ pub struct JobExit {
     /// Usage at the end.
     #[serde(default)]
     pub usage: JobUsage,
+    /// The job's process started but the starter had not sent its
+    /// `executing` update yet (a job that ends within
+    /// [`EXECUTE_REPORT_DELAY_MS`] of its start): the shadow records the
+    /// execution first, then the exit.
+    #[serde(default)]
+    pub executed: bool,
 }
+
+/// How long a starter waits after the job's process started before it
+/// sends the `executing` update; a job that ends sooner has its execution
+/// reported with its exit, which saves a round trip and a queue update per
+/// short job.
+pub const EXECUTE_REPORT_DELAY_MS: u64 = 50;

@@ -648,10 +648,15 @@ pub(crate) async fn exit(
     State(st): State<Shared>,
     Json(x): Json<JobExit>,
 ) -> Result<Json<Ack>, ApiError> {
-    let (job, failure, done) = {
+    let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();
         let run = runs.get_mut(&x.claim_id).ok_or_else(unknown_claim)?;
-        (run.job, run.failure.clone(), run.done.take())
+        // a short job's execution comes with its exit
+        let executed = (x.executed && !run.executing).then(|| {
+            run.executing = true;
+            (run.startd_addr.clone(), run.slot.clone())
+        });
+        (run.job, run.failure.clone(), run.done.take(), executed)
     };
     let rusage = Rusage {
         user_secs: x.usage.user_cpu_secs as i64,
@@ -665,6 +670,9 @@ pub(crate) async fn exit(
     );
     let result = with_schedd(&st, move |s| {
         let now = now_secs();
+        if let Some((startd, slot)) = executed {
+            s.executing(job, &startd, &slot, now)?;
+        }
         if usage.image_size_kb > 0 {
             s.usage(
                 job,

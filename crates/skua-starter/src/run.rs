@@ -250,6 +250,8 @@ async fn run_job(
         inbox,
         meter: UsageMeter::default(),
         startd_gone: false,
+        spawned: false,
+        executing_reported: false,
     };
     let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
@@ -279,6 +281,7 @@ async fn run_job(
         claim_id: spec.claim_id.clone(),
         outcome,
         usage,
+        executed: starter.spawned && !starter.executing_reported,
     };
     let mut last_err = None;
     for attempt in 0..3 {
@@ -350,6 +353,10 @@ struct Starter<'a> {
     inbox: &'a mut Inbox,
     meter: UsageMeter,
     startd_gone: bool,
+    /// The job's process was started.
+    spawned: bool,
+    /// The `executing` update was sent (else the exit report carries it).
+    executing_reported: bool,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -433,7 +440,7 @@ impl Starter<'_> {
         self.meter.start(running.pgid);
         self.meter
             .watch_cgroup(running.cgroup.as_ref().map(|g| g.path()));
-        self.update(UpdateKind::Executing).await;
+        self.spawned = true;
 
         let ending = self.supervise(&mut running).await;
         // No process of the job survives it.
@@ -665,6 +672,14 @@ impl Starter<'_> {
         }
     }
 
+    /// Sends the `executing` update, once.
+    async fn report_executing(&mut self) {
+        if !self.executing_reported {
+            self.executing_reported = true;
+            self.update(UpdateKind::Executing).await;
+        }
+    }
+
     async fn update(&self, kind: UpdateKind) {
         let update = JobUpdate {
             claim_id: self.spec.claim_id.clone(),
@@ -689,6 +704,10 @@ impl Starter<'_> {
         let mut samples =
             tokio::time::interval_at(tokio::time::Instant::now() + sample_every, sample_every);
         let mut suspended = false;
+        // a job that ends sooner has its execution reported with its exit
+        let report_execution =
+            tokio::time::sleep(Duration::from_millis(skua_proto::EXECUTE_REPORT_DELAY_MS));
+        tokio::pin!(report_execution);
         loop {
             tokio::select! {
                 status = running.child.wait() => {
@@ -700,8 +719,12 @@ impl Starter<'_> {
                         }
                     };
                 }
+                _ = &mut report_execution, if !self.executing_reported => {
+                    self.report_executing().await;
+                }
                 _ = updates.tick() => {
                     self.meter.sample();
+                    self.report_executing().await;
                     self.update(UpdateKind::Usage).await;
                 }
                 _ = samples.tick() => self.meter.sample(),
@@ -715,6 +738,7 @@ impl Starter<'_> {
                         }
                         crate::cgroup::freeze(running.cgroup.as_ref(), true);
                         suspended = true;
+                        self.report_executing().await;
                         self.update(UpdateKind::Suspended).await;
                     }
                     Request::Continue if suspended => {

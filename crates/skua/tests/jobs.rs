@@ -224,8 +224,12 @@ fn a_killed_starter_puts_the_job_back_and_it_completes() {
     let pool = start_pool("starterkill", "1");
     let work = pool.home.join("work");
     let marks = submit_sleeper_that_ends_on_its_second_run(&pool, &work);
+    // mid-job: running, and its execution recorded (the execute event)
     wait_for("a starter", Duration::from_secs(30), || {
-        !pids_of(&pool, "starter").is_empty() && marks.join("second").exists()
+        !pids_of(&pool, "starter").is_empty()
+            && marks.join("second").exists()
+            && std::fs::read_to_string(work.join("job.log"))
+                .is_ok_and(|l| l.contains("Job executing on host"))
     });
     for pid in pids_of(&pool, "starter") {
         kill(pid, "-KILL");
