@@ -156,6 +156,11 @@ impl Settings {
     }
 }
 
+/// HTCondor's HoldReasonCode for a failed output transfer.
+const HOLD_TRANSFER_OUTPUT_ERROR: i64 = 12;
+/// errno of a missing file, the hold's subcode.
+const ENOENT: i64 = 2;
+
 /// A run that could not happen through no fault of the job.
 struct Failure {
     reason: String,
@@ -479,7 +484,16 @@ impl Starter<'_> {
             ),
         };
         if send_outputs && !shared_fs {
-            self.send_outputs(&baseline, executable.as_deref()).await?;
+            if let Some(reason) = self.send_outputs(&baseline, executable.as_deref()).await? {
+                // HTCondor holds a job whose named output is missing
+                // (HoldReasonCode 12, the errno as subcode).
+                tracing::info!(%reason, "an output file the job names is missing; the job is held");
+                return Ok(RunOutcome::Held {
+                    reason,
+                    code: HOLD_TRANSFER_OUTPUT_ERROR,
+                    subcode: ENOENT,
+                });
+            }
         }
         Ok(outcome)
     }
@@ -788,11 +802,14 @@ impl Starter<'_> {
         }
     }
 
+    /// Sends the outputs back. `Some(reason)`: a file named in
+    /// `TransferOutput` does not exist (the others were sent).
     async fn send_outputs(
         &self,
         baseline: &BTreeMap<String, Stamp>,
         executable: Option<&str>,
-    ) -> Result<(), Failure> {
+    ) -> Result<Option<String>, Failure> {
+        let mut missing: Vec<String> = Vec::new();
         let mut names: Vec<String> = match plan::string_attr(&self.job, "TransferOutput") {
             Some(list) => {
                 let mut out = Vec::new();
@@ -806,9 +823,7 @@ impl Starter<'_> {
                     match std::fs::metadata(&path) {
                         Ok(m) if m.is_dir() => files_below(&self.scratch, &item, &mut out),
                         Ok(m) if m.is_file() => out.push(item),
-                        _ => {
-                            tracing::warn!(file = %item, "an output file the job names does not exist")
-                        }
+                        _ => missing.push(item),
                     }
                 }
                 out
@@ -823,7 +838,12 @@ impl Starter<'_> {
         for name in names {
             self.send_output(&name).await.map_err(Failure::retry)?;
         }
-        Ok(())
+        Ok(missing.first().map(|item| {
+            format!(
+                "transferring output files failed: error reading from {}: (errno {ENOENT}) No such file or directory",
+                self.scratch.join(item).display()
+            )
+        }))
     }
 
     async fn send_output(&self, name: &str) -> Result<(), String> {

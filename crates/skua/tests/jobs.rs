@@ -381,3 +381,71 @@ fn a_gigabyte_each_way_is_streamed_not_held_in_memory() {
     );
     let _ = std::fs::remove_file(work.join("big.out"));
 }
+
+#[test]
+fn usage_is_measured_and_a_missing_output_holds_the_job() {
+    let pool = start_pool("usage", "2");
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // (as root the job runs as `nobody`: the log goes where anyone writes)
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // a couple of seconds of the shell's own CPU (HTCondor counts whole
+    // seconds)
+    script(
+        &work,
+        "burn.sh",
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 1000000 ]; do i=$((i+1)); done\necho $i > made.txt\n",
+    );
+    let burn = submit(
+        &pool,
+        &work,
+        "executable = burn.sh\nshould_transfer_files = YES\nrequest_disk = 1024\n\
+         log = job.log\nqueue\n",
+    );
+    let missing = submit(
+        &pool,
+        &work,
+        "executable = burn.sh\nshould_transfer_files = YES\nrequest_disk = 1024\n\
+         transfer_output_files = made.txt, nowhere.txt\nlog = job.log\nqueue\n",
+    );
+    // the job that names a file it never makes is held, code 12, errno 2
+    wait_for("the hold", Duration::from_secs(60), || {
+        pool.ok(&["q", &missing, "-af", "JobStatus"]).trim() == "5"
+    });
+    let held = pool.ok(&[
+        "q",
+        &missing,
+        "-af",
+        "HoldReasonCode",
+        "HoldReasonSubCode",
+        "HoldReason",
+    ]);
+    assert!(held.starts_with("12 2 "), "{held}");
+    assert!(held.contains("nowhere.txt"), "{held}");
+    // the file it did make came back anyway
+    assert!(work.join("made.txt").exists());
+    wait_for("the other job", Duration::from_secs(60), || {
+        !pool
+            .ok(&["history", &burn, "-af", "ExitCode"])
+            .trim()
+            .is_empty()
+    });
+    let row = pool.ok(&[
+        "history",
+        &burn,
+        "-af",
+        "ExitCode",
+        "RemoteUserCpu",
+        "RemoteWallClockTime",
+        "ImageSize",
+        "ResidentSetSize",
+    ]);
+    let f: Vec<f64> = row.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    assert_eq!(f[0], 0.0, "{row}");
+    assert!(f[1] >= 1.0, "the shell's CPU is counted: {row}");
+    assert!(f[2] >= f[1], "{row}");
+    assert!(f[3] > 0.0 && f[4] > 0.0, "sizes are measured: {row}");
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    assert!(log.contains("012 ("), "a held event: {log}");
+    pool.ok(&["rm", &missing]);
+}

@@ -424,7 +424,7 @@ exit 3"#,
 fn transfer_output_list_and_signaled_jobs() {
     let w = World::new(
         "outlist",
-        r#"Cmd = "run.sh"; Out = "o"; TransferOutput = "only.txt, outdir, missing.txt""#,
+        r#"Cmd = "run.sh"; Out = "o"; TransferOutput = "only.txt, outdir""#,
     );
     w.script(
         "run.sh",
@@ -642,5 +642,31 @@ fn one_starter_runs_the_claims_jobs_one_after_another() {
     // The claim is over: standard input closes and the starter ends.
     drop(child.stdin.take());
     assert_eq!(w.wait(&mut child), 0);
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn a_missing_output_file_the_job_names_holds_it_with_code_12() {
+    let w = World::new(
+        "missing",
+        r#"Cmd = "run.sh"; Out = "o"; TransferOutput = "made.txt, missing.txt""#,
+    );
+    w.script("run.sh", "echo a > made.txt\necho bye");
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Held {
+            reason,
+            code,
+            subcode,
+        } => {
+            assert_eq!((code, subcode), (12, 2));
+            assert!(reason.contains("missing.txt"), "{reason}");
+            assert!(reason.contains("No such file or directory"), "{reason}");
+        }
+        other => panic!("held expected, got {other:?}"),
+    }
+    // what exists still comes back
+    assert_eq!(w.outputs(), vec!["_condor_stdout", "made.txt"]);
     assert!(w.execute_is_empty());
 }
