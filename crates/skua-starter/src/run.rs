@@ -268,7 +268,7 @@ async fn run_job(
         },
     };
     remove_scratch(&scratch).await;
-    let _ = tokio::fs::remove_file(&pgid_file).await;
+    let _ = std::fs::remove_file(&pgid_file);
     tracing::info!(job = %spec.job_id, ?outcome, "the job's run is over");
     // A job that ended by itself leaves the claim ready for the next one;
     // a vacated or killed one ends the starter (the startd waits for that).
@@ -318,7 +318,8 @@ async fn run_job(
 }
 
 async fn remove_scratch(dir: &Path) {
-    if tokio::fs::remove_dir_all(dir).await.is_ok() || !dir.exists() {
+    // (a scratch directory is small: removed in place, on the one thread)
+    if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
         return;
     }
     // The job may have left directories without write permission.
@@ -440,7 +441,11 @@ impl Starter<'_> {
 
         let executable = inputs.iter().find(|e| e.executable).map(|e| e.path.clone());
         let mut running = self.spawn(shared_fs, &inputs, executable.as_deref())?;
-        let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
+        // The startd kills what a crashed starter leaves: by its cgroup when
+        // the job has one, else by the process group named here.
+        if running.cgroup.is_none() {
+            let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
+        }
         self.renice(running.pgid);
         self.meter.start(running.pgid);
         self.meter
@@ -875,10 +880,11 @@ impl Starter<'_> {
     }
 }
 
-/// Waits (briefly) until process `pid` is stopped by a signal.
+/// Waits (two seconds at most: a loaded machine may take a while to
+/// schedule the stop) until process `pid` is stopped by a signal.
 async fn wait_stopped(pid: Pid) {
     let path = format!("/proc/{pid}/stat");
-    for _ in 0..200 {
+    for _ in 0..2000 {
         let state = std::fs::read_to_string(&path).ok().and_then(|line| {
             let rest = &line[line.rfind(')')? + 1..];
             rest.split_whitespace().next().map(str::to_string)
