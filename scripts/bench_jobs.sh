@@ -5,10 +5,15 @@
 #   1. N trivial jobs (/bin/true);
 #   2. N trivial jobs, each with its standard output transferred back;
 #   3. 200 jobs of `sleep 1` (ideal: 200 / 16 slots = 12.5 -> 13 s).
-# Usage: scripts/bench_jobs.sh [BIN_DIR] [N]   (defaults: target/release 1000)
+# Each workload runs RUNS times; the median is printed last. The baseline,
+# measured in the same run, is this machine spawning /bin/true from four
+# shells at once, with nothing else around it.
+# Usage: scripts/bench_jobs.sh [BIN_DIR] [N] [RUNS]
+#        (defaults: target/release 1000 3)
 set -eu
 BIN=$(cd "${1:-target/release}" && pwd)
 N=${2:-1000}
+RUNS=${3:-3}
 SKUA="$BIN/skua"
 [ -x "$SKUA" ] && [ -x "$BIN/skuad" ] || { echo "build first: cargo build --release --workspace" >&2; exit 2; }
 
@@ -56,7 +61,7 @@ cpu_report() {
 }
 
 # run NAME SUBMIT-TEXT COUNT: prints the elapsed time and the rate.
-run() {
+run_once() {
     printf '%s' "$2" > job.sub
     before=$(cpu)
     t0=$(now)
@@ -70,13 +75,49 @@ run() {
     JOBS=$3 cpu_report "$before" "$(cpu)"
 }
 
-echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN"
+# run NAME SUBMIT-TEXT COUNT: RUNS times, then the median time and rate
+# (and, for trivial jobs, the ratio to the baseline).
+run() {
+    : > times.txt
+    r=0
+    while [ $r -lt "$RUNS" ]; do
+        r=$((r + 1))
+        run_once "$@" | tee run.txt
+        awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "s") print $(i - 1) }' run.txt >> times.txt
+    done
+    sort -n times.txt | awk -v name="$1" -v n="$3" -v base="$BASE" '
+        { t[NR] = $1 }
+        END {
+            m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+            printf "  median of %d: %-22s %8.2f s  %8.1f jobs/s", NR, name, m, n / m
+            if (base > 0) printf "  (%.2f of the baseline)", n / m / base
+            printf "\n\n"
+        }'
+}
+
+# baseline COUNT: /bin/true spawned COUNT times from four shells at once;
+# prints the rate per second.
+baseline() {
+    t0=$(now)
+    for _ in 1 2 3 4; do
+        sh -c 'i=0; while [ $i -lt "$1" ]; do /bin/true; i=$((i + 1)); done' sh $(( $1 / 4 )) &
+    done
+    wait
+    t1=$(now)
+    echo "$1" "$t0" "$t1" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
+}
+
+echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN; $RUNS run(s) each"
+BASE=$(baseline "$N")
+echo "baseline: this machine spawns $BASE /bin/true per second from four shells"
+echo
 run "trivial (/bin/true)" "executable = /bin/true
 transfer_executable = false
 should_transfer_files = YES
 request_disk = 1024
 queue $N
 " "$N"
+BASE=0
 run "trivial, stdout transferred back" "executable = /bin/echo
 transfer_executable = false
 arguments = job \$(Process)
