@@ -517,10 +517,12 @@ impl JobCgroup {
     /// never killed, should it be inside.
     pub fn kill(&self) -> Result<(), CgroupError> {
         let me = i32::try_from(std::process::id()).unwrap_or(0);
-        if !self.procs().contains(&me) && write_file(&self.path.join("cgroup.kill"), "1").is_ok() {
+        let inside = self.procs().contains(&me);
+        if !inside && write_file(&self.path.join("cgroup.kill"), "1").is_ok() {
             return Ok(());
         }
-        let froze = self.freeze(true).is_ok();
+        // (never freeze a group this process is in: it would stop itself)
+        let froze = !inside && self.freeze(true).is_ok();
         for _ in 0..100 {
             let others: Vec<i32> = self
                 .procs()
