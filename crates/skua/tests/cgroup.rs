@@ -13,25 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::cgroup::{cgroup_of, cpu_ticks, job_groups_dir, usable_cgroup2};
-use common::{alive, fast, wait_for, Pool};
+use common::{alive, one_slot_pool, wait_for, Pool};
 
 fn start_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
-    let mut env = fast();
-    env.extend_from_slice(&[
-        ("_CONDOR_NUM_CPUS", "1"),
-        ("_CONDOR_ALIVE_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
-        ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
-        ("_CONDOR_POLLING_INTERVAL", "1"),
-    ]);
+    let mut env = vec![("_CONDOR_POLLING_INTERVAL", "1")];
     env.extend_from_slice(extra);
-    let mut pool = Pool::new(name, &env);
-    pool.start();
-    wait_for("the slot", Duration::from_secs(30), || {
-        pool.ok(&["status", "-af", "Name"]).lines().count() == 1
-    });
-    pool
+    one_slot_pool(name, &env)
 }
 
 /// A job on the shared file system (in `work`, open to the account it

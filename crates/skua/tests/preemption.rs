@@ -13,26 +13,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{fast, wait_for, Pool};
+use common::{one_slot_pool, wait_for, Pool};
 
 fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
-    let mut env: Vec<(&str, &str)> = fast();
-    env.extend_from_slice(&[
-        ("_CONDOR_NUM_CPUS", "1"),
-        ("_CONDOR_ALIVE_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
-        ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
+    let mut env = vec![
         ("_CONDOR_MAXJOBRETIREMENTTIME", "0"),
         ("_CONDOR_MACHINEMAXVACATETIME", "2"),
-    ]);
+    ];
     env.extend_from_slice(extra);
-    let mut pool = Pool::new(name, &env);
-    pool.start();
-    wait_for("the slot", Duration::from_secs(30), || {
-        !pool.skua(&["status", "-af", "Name"]).stdout.is_empty()
-    });
-    pool
+    one_slot_pool(name, &env)
 }
 
 /// `Owner JobStatus` per job.

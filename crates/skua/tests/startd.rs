@@ -229,6 +229,40 @@ fn remote_status(e: &skua_net::NetError) -> u16 {
     }
 }
 
+/// A client of the pool's startd, over its Unix socket.
+fn startd_client(pool: &Pool) -> skua_net::Client {
+    skua_net::Client::new(
+        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap()
+}
+
+/// A job ad of alice's that fits any slot.
+const JOB_AD: &str = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
+                      RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+
+/// The negotiator's match of `slot` for `submitter`, as the startd gets it.
+fn notice(slot: &str, claim: &str, submitter: &str, preempting: bool) -> MatchNotice {
+    MatchNotice {
+        slot: slot.into(),
+        claim_id: claim.into(),
+        submitter: submitter.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+        preempting,
+    }
+}
+
+/// A schedd's claim with `claim` and [`JOB_AD`].
+fn claim_request(claim: &str) -> ClaimRequest {
+    ClaimRequest {
+        claim_id: claim.into(),
+        job_ad: JOB_AD.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+    }
+}
+
 #[test]
 fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     let base = scratch("startd-claim-files");
@@ -260,33 +294,17 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     let slot1 = status_af(&pool, &["Name"])[0].clone();
     let host = slot1.split('@').nth(1).unwrap().to_string();
     let rt = runtime();
-    let client = skua_net::Client::new(
-        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
-        None,
-        Duration::from_secs(10),
-    )
-    .unwrap();
-    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
-                  RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+    let client = startd_client(&pool);
+    let job_ad = JOB_AD;
 
     // match, then a claim under a wrong id is refused and changes nothing
     let _: Ack = rt
         .block_on(client.command(
             &routes::STARTD_MATCH,
-            Some(&MatchNotice {
-                slot: slot1.clone(),
-                claim_id: CLAIM.into(),
-                submitter: "alice@test".into(),
-                schedd_addr: "<127.0.0.1:1>".into(),
-                preempting: false,
-            }),
+            Some(&notice(&slot1, CLAIM, "alice@test", false)),
         ))
         .unwrap();
-    let wrong = ClaimRequest {
-        claim_id: "startd-test-claim-XXXXXXXXXXXXXXXX".into(),
-        job_ad: job_ad.into(),
-        schedd_addr: "<127.0.0.1:1>".into(),
-    };
+    let wrong = claim_request("startd-test-claim-XXXXXXXXXXXXXXXX");
     let e = rt
         .block_on(client.command::<_, ClaimReply>(&routes::STARTD_CLAIM, Some(&wrong)))
         .unwrap_err();
@@ -295,26 +313,18 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     let e = rt
         .block_on(client.command::<_, Ack>(
             &routes::STARTD_MATCH,
-            Some(&MatchNotice {
-                slot: slot1.clone(),
-                claim_id: "startd-test-claim-another-0000000".into(),
-                submitter: "bob@test".into(),
-                schedd_addr: "<127.0.0.1:1>".into(),
-                preempting: false,
-            }),
+            Some(&notice(
+                &slot1,
+                "startd-test-claim-another-0000000",
+                "bob@test",
+                false,
+            )),
         ))
         .unwrap_err();
     assert_eq!(remote_status(&e), 409, "{e}");
 
     let reply: ClaimReply = rt
-        .block_on(client.command(
-            &routes::STARTD_CLAIM,
-            Some(&ClaimRequest {
-                claim_id: CLAIM.into(),
-                job_ad: job_ad.into(),
-                schedd_addr: "<127.0.0.1:1>".into(),
-            }),
-        ))
+        .block_on(client.command(&routes::STARTD_CLAIM, Some(&claim_request(CLAIM))))
         .unwrap();
     assert_eq!(reply.slot, slot1);
     assert!(
@@ -482,35 +492,16 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
     });
     let slot1 = status_af(&pool, &["Name"])[0].clone();
     let rt = runtime();
-    let client = skua_net::Client::new(
-        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
-        None,
-        Duration::from_secs(10),
-    )
-    .unwrap();
-    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
-                  RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+    let client = startd_client(&pool);
+    let job_ad = JOB_AD;
     let _: Ack = rt
         .block_on(client.command(
             &routes::STARTD_MATCH,
-            Some(&MatchNotice {
-                slot: slot1.clone(),
-                claim_id: CLAIM.into(),
-                submitter: "alice@test".into(),
-                schedd_addr: "<127.0.0.1:1>".into(),
-                preempting: false,
-            }),
+            Some(&notice(&slot1, CLAIM, "alice@test", false)),
         ))
         .unwrap();
     let _: ClaimReply = rt
-        .block_on(client.command(
-            &routes::STARTD_CLAIM,
-            Some(&ClaimRequest {
-                claim_id: CLAIM.into(),
-                job_ad: job_ad.into(),
-                schedd_addr: "<127.0.0.1:1>".into(),
-            }),
-        ))
+        .block_on(client.command(&routes::STARTD_CLAIM, Some(&claim_request(CLAIM))))
         .unwrap();
     let specs = || -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&marks)
@@ -614,26 +605,10 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
     });
     let slot1 = status_af(&pool, &["Name"])[0].clone();
     let rt = runtime();
-    let client = skua_net::Client::new(
-        skua_net::Endpoint::Unix(pool.dir.join("lock/startd.sock")),
-        None,
-        Duration::from_secs(10),
-    )
-    .unwrap();
-    let job_ad = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
-                  RequestMemory = 10; Requirements = true ]";
-    let notice = |claim: &str, who: &str, preempting: bool| MatchNotice {
-        slot: slot1.clone(),
-        claim_id: claim.into(),
-        submitter: who.into(),
-        schedd_addr: "<127.0.0.1:1>".into(),
-        preempting,
-    };
-    let claim = |id: &str| ClaimRequest {
-        claim_id: id.into(),
-        job_ad: job_ad.into(),
-        schedd_addr: "<127.0.0.1:1>".into(),
-    };
+    let client = startd_client(&pool);
+    let job_ad = JOB_AD;
+    let notice = |claim: &str, who: &str, preempting: bool| notice(&slot1, claim, who, preempting);
+    let claim = claim_request;
     let _: Ack = rt
         .block_on(client.command(
             &routes::STARTD_MATCH,

@@ -200,6 +200,27 @@ pub fn fast() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// A one-slot pool for job tests, started and advertising its slot:
+/// [`fast`] plus one CPU, keep-alives, negotiation and starter updates
+/// every second, then `extra`.
+pub fn one_slot_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
+    let mut env = fast();
+    env.extend_from_slice(&[
+        ("_CONDOR_NUM_CPUS", "1"),
+        ("_CONDOR_ALIVE_INTERVAL", "1"),
+        ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
+        ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
+        ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
+    ]);
+    env.extend_from_slice(extra);
+    let mut pool = Pool::new(name, &env);
+    pool.start();
+    wait_for("the slot", Duration::from_secs(30), || {
+        pool.ok(&["status", "-af", "Name"]).lines().count() == 1
+    });
+    pool
+}
+
 /// The PIDs of this pool's `skuad ROLE` processes, found by their command
 /// line and the SKUA_CONFIG they run with.
 pub fn pids_of(pool: &Pool, role: &str) -> Vec<i32> {
