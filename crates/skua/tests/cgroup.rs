@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::cgroup::{cgroup_of, cpu_ticks, job_groups_dir, usable_cgroup2};
-use common::{alive, one_slot_pool, wait_for, Pool};
+use common::{alive, job_pool, wait_for, Pool};
 
 fn start_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
     let mut env = vec![("_CONDOR_POLLING_INTERVAL", "1")];
     env.extend_from_slice(extra);
-    one_slot_pool(name, &env)
+    job_pool(name, "1", &env)
 }
 
 /// A job on the shared file system (in `work`, open to the account it

@@ -9,28 +9,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{fast, wait_for, Pool};
+use common::{job_pool, wait_for, Pool};
 
 fn start_pool(name: &str, cpus: &str, extra: &[(&'static str, &'static str)]) -> Pool {
-    let mut env: Vec<(&str, &str)> = fast();
-    env.extend_from_slice(&[
-        ("_CONDOR_NUM_CPUS", cpus),
-        ("_CONDOR_ALIVE_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
-        ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
-        ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
-    ]);
-    env.extend_from_slice(extra);
-    let mut pool = Pool::new(name, &env);
-    pool.start();
-    let want: usize = cpus.parse().unwrap();
-    wait_for("the slots", Duration::from_secs(30), || {
-        String::from_utf8_lossy(&pool.skua(&["status", "-af", "Name"]).stdout)
-            .lines()
-            .count()
-            == want
-    });
-    pool
+    job_pool(name, cpus, extra)
 }
 
 /// The userprio row of `user` (its whitespace-separated fields).

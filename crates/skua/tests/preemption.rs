@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{one_slot_pool, wait_for, Pool};
+use common::{job_pool, wait_for, Pool};
 
 fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
     let mut env = vec![
@@ -21,7 +21,7 @@ fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
         ("_CONDOR_MACHINEMAXVACATETIME", "2"),
     ];
     env.extend_from_slice(extra);
-    one_slot_pool(name, &env)
+    job_pool(name, "1", &env)
 }
 
 /// `Owner JobStatus` per job.

@@ -229,6 +229,20 @@ fn remote_status(e: &skua_net::NetError) -> u16 {
     }
 }
 
+/// Starts `pool` with `starter` as its STARTER; waits for `slots` slots and
+/// returns the first one's name.
+fn start_with_starter(pool: &mut Pool, starter: &Path, slots: usize) -> String {
+    pool.extra_env.push((
+        "_CONDOR_STARTER".into(),
+        starter.to_string_lossy().into_owned(),
+    ));
+    pool.start();
+    wait_for("the slots", Duration::from_secs(30), || {
+        status_af(pool, &["Name"]).len() == slots
+    });
+    status_af(pool, &["Name"])[0].clone()
+}
+
 /// A client of the pool's startd, over its Unix socket.
 fn startd_client(pool: &Pool) -> skua_net::Client {
     skua_net::Client::new(
@@ -284,14 +298,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
             e = execute.display()
         ),
     );
-    let starter_s = starter.to_string_lossy().into_owned();
-    pool.extra_env
-        .push(("_CONDOR_STARTER".into(), starter_s.clone()));
-    pool.start();
-    wait_for("two slots", Duration::from_secs(30), || {
-        status_af(&pool, &["Name"]).len() == 2
-    });
-    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let slot1 = start_with_starter(&mut pool, &starter, 2);
     let host = slot1.split('@').nth(1).unwrap().to_string();
     let rt = runtime();
     let client = startd_client(&pool);
@@ -482,15 +489,7 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
             m = marks.display(),
         ),
     );
-    pool.extra_env.push((
-        "_CONDOR_STARTER".into(),
-        starter.to_string_lossy().into_owned(),
-    ));
-    pool.start();
-    wait_for("the slot", Duration::from_secs(30), || {
-        status_af(&pool, &["Name"]).len() == 1
-    });
-    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let slot1 = start_with_starter(&mut pool, &starter, 1);
     let rt = runtime();
     let client = startd_client(&pool);
     let job_ad = JOB_AD;
@@ -595,15 +594,7 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
             e = execute.display()
         ),
     );
-    pool.extra_env.push((
-        "_CONDOR_STARTER".into(),
-        starter.to_string_lossy().into_owned(),
-    ));
-    pool.start();
-    wait_for("one slot", Duration::from_secs(30), || {
-        status_af(&pool, &["Name"]).len() == 1
-    });
-    let slot1 = status_af(&pool, &["Name"])[0].clone();
+    let slot1 = start_with_starter(&mut pool, &starter, 1);
     let rt = runtime();
     let client = startd_client(&pool);
     let job_ad = JOB_AD;

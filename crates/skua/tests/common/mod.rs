@@ -200,13 +200,13 @@ pub fn fast() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// A one-slot pool for job tests, started and advertising its slot:
-/// [`fast`] plus one CPU, keep-alives, negotiation and starter updates
-/// every second, then `extra`.
-pub fn one_slot_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
+/// A pool for job tests with `cpus` slots, started and advertising them:
+/// [`fast`] plus keep-alives, negotiation and starter updates every second,
+/// then `extra`.
+pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
     let mut env = fast();
     env.extend_from_slice(&[
-        ("_CONDOR_NUM_CPUS", "1"),
+        ("_CONDOR_NUM_CPUS", cpus),
         ("_CONDOR_ALIVE_INTERVAL", "1"),
         ("_CONDOR_NEGOTIATOR_INTERVAL", "1"),
         ("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0"),
@@ -215,8 +215,9 @@ pub fn one_slot_pool(name: &str, extra: &[(&str, &str)]) -> Pool {
     env.extend_from_slice(extra);
     let mut pool = Pool::new(name, &env);
     pool.start();
-    wait_for("the slot", Duration::from_secs(30), || {
-        pool.ok(&["status", "-af", "Name"]).lines().count() == 1
+    let want: usize = cpus.parse().unwrap_or(1);
+    wait_for("the slots", Duration::from_secs(30), || {
+        pool.ok(&["status", "-af", "Name"]).lines().count() == want
     });
     pool
 }
