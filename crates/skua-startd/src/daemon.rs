@@ -442,13 +442,13 @@ async fn spawn_starter(
 
 /// Attributes that follow the clock rather than the slot's state: a change
 /// in them alone does not make an ad worth sending before the next
-/// periodic update.
+/// periodic update. (`KeyboardIdle` and `ConsoleIdle` are not among them:
+/// they change only when the owner's activity is measured, and START
+/// often depends on them, so the matchmaker must see them.)
 const CLOCK_ATTRS: &[&str] = &[
     "MyCurrentTime",
     "StateTimer",
     "ActivityTimer",
-    "KeyboardIdle",
-    "ConsoleIdle",
     "TotalJobRunTime",
     "TotalJobSuspendTime",
     "JobRunTimeNotSuspended",
@@ -1024,6 +1024,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         setup.program.display()
     );
 
+    // the owner's played activity counts from the first ad on
+    let attribute_file = ctx
+        .knob("STARTD_ATTRIBUTE_FILE")?
+        .filter(|f| !f.trim().is_empty())
+        .map(PathBuf::from);
+    if let Some(file) = &attribute_file {
+        machine.overrides = read_attribute_file(file);
+    }
     let (ads_tx, ads_rx) = watch::channel(machine.ads(now_secs()));
     let advertiser = tokio::spawn(advertise(
         Locator::new(&ctx.config, "COLLECTOR")?,
@@ -1052,11 +1060,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .max(1);
     let mut tick = tokio::time::interval(Duration::from_secs(polling));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let attribute_file = ctx
-        .knob("STARTD_ATTRIBUTE_FILE")?
-        .filter(|f| !f.trim().is_empty())
-        .map(PathBuf::from);
-    let mut last_ads = String::new();
     let mut last_publish = tokio::time::Instant::now();
     // Slot ads are rebuilt for the advertiser at most every MIN_UPDATE_GAP
     // (it sends no more often): a burst of changes costs one rebuild.
@@ -1126,10 +1129,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 let now = now_secs();
                 let actions = shell.machine.tick(now);
                 shell.act(actions, now);
-                // advertise when a state changed (the timers always do)
-                let states = format!("{:?}", shell.states());
-                changed = states != last_ads || last_publish.elapsed() >= ctx.update_interval;
-                last_ads = states;
+                // the measured facts changed: the advertiser sends the ads
+                // that differ
+                changed = true;
             }
             _ = publish.tick(), if dirty => {}
             _ = shutdown.changed() => {

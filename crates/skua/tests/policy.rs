@@ -136,11 +136,12 @@ fn desktop_owner_returns_then_leaves_the_job_continues_where_it_was() {
     wait_for("the job suspended", Duration::from_secs(8), || {
         q_af(&pool, &["JobStatus"]) == "7" && proc_state(pid) == Some('T')
     });
+    // the collector hears of it within an update (ads are coalesced)
+    wait_for("the slot shown suspended", Duration::from_secs(5), || {
+        let status = pool.ok(&["status", "-state"]);
+        status.contains("Claimed") && status.contains("Suspe")
+    });
     let status = pool.ok(&["status", "-state"]);
-    assert!(
-        status.contains("Claimed") && status.contains("Suspe"),
-        "{status}"
-    );
     assert!(
         status.lines().next().unwrap().contains("KbdIdle"),
         "{status}"
@@ -275,8 +276,8 @@ fn vacate_and_drain_by_command() {
     wait_for("the job to run", Duration::from_secs(20), || {
         q_af(&pool, &["JobStatus"]) == "2"
     });
-    let slot = pool
-        .ok(&[
+    let claimed = || {
+        pool.ok(&[
             "status",
             "-constraint",
             "State == \"Claimed\"",
@@ -284,7 +285,14 @@ fn vacate_and_drain_by_command() {
             "Name",
         ])
         .trim()
-        .to_string();
+        .to_string()
+    };
+    wait_for(
+        "the collector to show the claim",
+        Duration::from_secs(5),
+        || !claimed().is_empty(),
+    );
+    let slot = claimed();
     // START false from now on, so the vacated job stays idle
     pool.ok(&["drain"]);
     let out = pool.ok(&["vacate", &slot]);

@@ -292,16 +292,24 @@ fn bologna_batch_system_policy() {
         Some(1),
         "7: treated as outside"
     );
-    // the long jobs' slots carry the running job's attributes
-    let attrs = pool.ok(&[
-        "status",
-        "-constraint",
-        "SlotID > 2",
-        "-af",
-        "BolognaBatchJob",
-        "LongRunningJob",
-    ]);
-    assert_eq!(attrs.trim(), "true true\ntrue true");
+    // the long jobs' slots carry the running job's attributes (once the
+    // collector has their coalesced update)
+    wait_for(
+        "the job attributes in the slot ads",
+        Duration::from_secs(5),
+        || {
+            pool.ok(&[
+                "status",
+                "-constraint",
+                "SlotID > 2",
+                "-af",
+                "BolognaBatchJob",
+                "LongRunningJob",
+            ])
+            .trim()
+                == "true true\ntrue true"
+        },
+    );
 
     // 5: the short BB job runs past BB_SHORT_LIMIT: evicted and removed
     wait_for("the short job removed", Duration::from_secs(30), || {
