@@ -232,12 +232,7 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
     // A slot being preempted for this match answers Unavailable until its
     // old job is gone (retirement, then vacate): ask again until it is
     // ready or refuses for good.
-    while claimed
-        .as_ref()
-        .err()
-        .and_then(|e| e.remote())
-        .is_some_and(|b| b.code == skua_proto::ErrorCode::Unavailable)
-    {
+    while is_unavailable(&claimed) {
         tracing::debug!("{} is being preempted for job {first}; waiting", info.slot);
         tokio::time::sleep(PREEMPTED_CLAIM_RETRY).await;
         claimed = client.command(&routes::STARTD_CLAIM, Some(&request)).await;
@@ -284,6 +279,14 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
     }
     release(&st, &info.startd_addr, &info.claim_id).await;
     tracing::debug!("released {slot}");
+}
+
+/// The startd answered "not yet" (`Unavailable`): ask again later.
+fn is_unavailable<T>(r: &Result<T, skua_net::NetError>) -> bool {
+    r.as_ref()
+        .err()
+        .and_then(|e| e.remote())
+        .is_some_and(|b| b.code == skua_proto::ErrorCode::Unavailable)
 }
 
 /// Polls the startd until no starter runs under the claim.
@@ -368,12 +371,7 @@ async fn run_one(
     // The starter tells the startd its job is done before it reports the
     // exit here, so the claim is normally idle again by now; if the startd
     // has not heard yet it answers Unavailable: wait until it has.
-    if activated
-        .as_ref()
-        .err()
-        .and_then(|e| e.remote())
-        .is_some_and(|b| b.code == skua_proto::ErrorCode::Unavailable)
-    {
+    if is_unavailable(&activated) {
         activated = match wait_until_idle(client, &info.claim_id).await {
             Ok(()) => {
                 client

@@ -275,6 +275,21 @@ pub struct Claim {
     pub job: Option<RunningJob>,
 }
 
+impl Claim {
+    /// A match the negotiator just made, not yet claimed.
+    fn matched(id: &str, submitter: &str, schedd_addr: &str, now: i64) -> Claim {
+        Claim {
+            id: id.to_string(),
+            submitter: submitter.to_string(),
+            schedd_addr: schedd_addr.to_string(),
+            matched_at: now,
+            claimed_at: None,
+            job_ad: None,
+            job: None,
+        }
+    }
+}
+
 /// One slot.
 #[derive(Clone, Debug)]
 pub struct Slot {
@@ -669,15 +684,7 @@ impl Machine {
         if self.find_claim(claim_id).is_some() || self.find_preempting(claim_id).is_some() {
             return Err(Refusal::Conflict("this claim id is already in use".into()));
         }
-        let claim = Claim {
-            id: claim_id.to_string(),
-            submitter: submitter.to_string(),
-            schedd_addr: schedd_addr.to_string(),
-            matched_at: now,
-            claimed_at: None,
-            job_ad: None,
-            job: None,
-        };
+        let claim = Claim::matched(claim_id, submitter, schedd_addr, now);
         match self.slots[i].kind {
             SlotKind::Partitionable => {
                 let s = &self.slots[i];
@@ -737,15 +744,7 @@ impl Machine {
             return Err(Refusal::Conflict("this claim id is already in use".into()));
         }
         let actions = self.apply(i, Event::PreemptClaim, now)?;
-        self.slots[i].preempting = Some(Claim {
-            id: claim_id.to_string(),
-            submitter: submitter.to_string(),
-            schedd_addr: schedd_addr.to_string(),
-            matched_at: now,
-            claimed_at: None,
-            job_ad: None,
-            job: None,
-        });
+        self.slots[i].preempting = Some(Claim::matched(claim_id, submitter, schedd_addr, now));
         let mut out = self.settle(i, actions, now);
         out.extend(self.evaluate_slot_named(slot, now));
         Ok(out)

@@ -10,36 +10,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{alive, fast, kill, pids_of, wait_for, Pool};
-
-fn jobs_env(cpus: &str) -> Vec<(&'static str, String)> {
-    let mut env: Vec<(&'static str, String)> = fast()
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
-    env.push(("_CONDOR_NUM_CPUS", cpus.to_string()));
-    env.push(("_CONDOR_ALIVE_INTERVAL", "1".into()));
-    env.push(("_CONDOR_NEGOTIATOR_INTERVAL", "2".into()));
-    env.push(("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0".into()));
-    env.push(("_CONDOR_STARTER_UPDATE_INTERVAL", "1".into()));
-    env
-}
+use common::{alive, job_pool, kill, pids_of, wait_for, Pool};
 
 fn start_pool(name: &str, cpus: &str) -> Pool {
-    let env = jobs_env(cpus);
-    let refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut pool = Pool::new(name, &refs);
-    pool.start();
-    let want = cpus.parse::<usize>().unwrap();
-    wait_for("the slots", Duration::from_secs(30), || {
-        pool.skua(&["status", "-af", "Name"])
-            .stdout
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count()
-            == want
-    });
-    pool
+    job_pool(name, cpus, &[("_CONDOR_NEGOTIATOR_INTERVAL", "2")])
 }
 
 fn script(dir: &Path, name: &str, text: &str) {

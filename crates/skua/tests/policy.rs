@@ -12,24 +12,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{fast, wait_for, Pool};
+use common::{job_env, wait_for, Pool};
 
 /// A pool of `cpus` slots whose configuration file ends with `extra`
 /// (HTCondor syntax: `use POLICY : ...` cannot come from the
 /// environment); the owner's activity comes from `<home>/owner`.
 fn policy_pool(name: &str, cpus: &str, extra: &str) -> (Pool, PathBuf) {
-    let mut env: Vec<(&str, String)> = fast()
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
-    env.push(("_CONDOR_NUM_CPUS", cpus.into()));
-    env.push(("_CONDOR_ALIVE_INTERVAL", "1".into()));
-    env.push(("_CONDOR_NEGOTIATOR_INTERVAL", "1".into()));
-    env.push(("_CONDOR_NEGOTIATOR_CYCLE_DELAY", "0".into()));
-    env.push(("_CONDOR_STARTER_UPDATE_INTERVAL", "1".into()));
-    env.push(("_CONDOR_POLLING_INTERVAL", "1".into()));
-    let refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut pool = Pool::new(name, &refs);
+    let env = job_env(cpus, &[("_CONDOR_POLLING_INTERVAL", "1")]);
+    let mut pool = Pool::new(name, &env);
     let owner = pool.home.join("owner");
     set_owner(&owner, 100_000, 0.0);
     // write the pool's configuration (kept by later starts), then add ours

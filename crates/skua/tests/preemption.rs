@@ -45,6 +45,18 @@ fn bob_runs(pool: &Pool) {
     });
 }
 
+/// Bob runs on the only slot with a poor priority (50); then alice, with a
+/// better one, submits under `PREEMPTION_REQUIREMENTS = requirements`.
+fn alice_against_bob(name: &str, requirements: &'static str) -> Pool {
+    let pool = start_pool(name, &[("_CONDOR_PREEMPTION_REQUIREMENTS", requirements)]);
+    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
+    bob_runs(&pool);
+    pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
+    let alice = pool.user_token("alice");
+    pool.submit_as(&alice, "a.sub", &format!("{LONG}queue\n"));
+    pool
+}
+
 #[test]
 fn a_machine_that_ranks_a_group_higher_evicts_an_outsider() {
     let pool = start_pool(
@@ -68,18 +80,7 @@ fn a_machine_that_ranks_a_group_higher_evicts_an_outsider() {
 
 #[test]
 fn a_user_with_a_better_priority_evicts_when_preemption_requirements_allow() {
-    let pool = start_pool(
-        "priopre",
-        &[(
-            "_CONDOR_PREEMPTION_REQUIREMENTS",
-            "RemoteUserPrio > SubmitterUserPrio * 1.2",
-        )],
-    );
-    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
-    bob_runs(&pool);
-    pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
-    let alice = pool.user_token("alice");
-    pool.submit_as(&alice, "a.sub", &format!("{LONG}queue\n"));
+    let pool = alice_against_bob("priopre", "RemoteUserPrio > SubmitterUserPrio * 1.2");
     wait_for(
         "alice's job in bob's place",
         Duration::from_secs(90),
@@ -90,18 +91,10 @@ fn a_user_with_a_better_priority_evicts_when_preemption_requirements_allow() {
 
 #[test]
 fn the_thrashing_guard_keeps_a_young_job() {
-    let pool = start_pool(
+    let pool = alice_against_bob(
         "guard",
-        &[(
-            "_CONDOR_PREEMPTION_REQUIREMENTS",
-            "(CurrentTime - JobStart) > 3600 && RemoteUserPrio > SubmitterUserPrio * 1.2",
-        )],
+        "(CurrentTime - JobStart) > 3600 && RemoteUserPrio > SubmitterUserPrio * 1.2",
     );
-    let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
-    bob_runs(&pool);
-    pool.ok(&["userprio", "-setprio", &format!("bob@{domain}"), "50"]);
-    let alice = pool.user_token("alice");
-    pool.submit_as(&alice, "a.sub", &format!("{LONG}queue\n"));
     // Several cycles consider alice's job and reject it.
     let rejections = || {
         pool.ok(&[

@@ -200,10 +200,10 @@ pub fn fast() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// A pool for job tests with `cpus` slots, started and advertising them:
-/// [`fast`] plus keep-alives, negotiation and starter updates every second,
-/// then `extra`.
-pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
+/// The environment of a job test's pool with `cpus` slots: [`fast`] plus
+/// keep-alives, negotiation and starter updates every second, then `extra`
+/// (a later entry wins).
+pub fn job_env<'a>(cpus: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut env = fast();
     env.extend_from_slice(&[
         ("_CONDOR_NUM_CPUS", cpus),
@@ -213,7 +213,12 @@ pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
         ("_CONDOR_STARTER_UPDATE_INTERVAL", "1"),
     ]);
     env.extend_from_slice(extra);
-    let mut pool = Pool::new(name, &env);
+    env
+}
+
+/// A pool of [`job_env`], started and advertising its `cpus` slots.
+pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
+    let mut pool = Pool::new(name, &job_env(cpus, extra));
     pool.start();
     let want: usize = cpus.parse().unwrap_or(1);
     wait_for("the slots", Duration::from_secs(30), || {
