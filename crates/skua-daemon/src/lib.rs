@@ -8,6 +8,7 @@
 //! read; the decisions are made by the pure cores (`skua-config`,
 //! `classad`, the daemons' own cores).
 
+pub mod account;
 pub mod address;
 pub mod advertise;
 pub mod cgroup;
