@@ -836,8 +836,13 @@ mod tests {
         assert!(procs.contains(&escaped), "{procs:?}");
         assert!(group.populated());
 
-        // let the busy loop run a little, then freeze and thaw
-        std::thread::sleep(Duration::from_millis(200));
+        // let the busy loop run until it used a tenth of a second (however
+        // loaded the machine is), then freeze and thaw
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while group.usage().unwrap().cpu.usage_usec < 100_000 {
+            assert!(Instant::now() < deadline, "the busy loop never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         group.freeze(true).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         while !group.events().unwrap().frozen {

@@ -44,6 +44,23 @@ pub fn knob_u64(config: &Config, name: &str, default: u64) -> Result<u64, Daemon
     }
 }
 
+/// A boolean knob, as HTCondor reads one: the value is a ClassAd
+/// expression (`True`, `false`, `1`, `2 > 1`...); anything that is not a
+/// boolean or a number is an error naming the knob.
+pub fn knob_bool(config: &Config, name: &str, default: bool) -> Result<bool, DaemonError> {
+    let Some(v) = knob(config, name)? else {
+        return Ok(default);
+    };
+    let not_bool = || DaemonError::Config(format!("{name} = {v:?} is not a boolean"));
+    let expr = classad::parse_expr(v.trim()).map_err(|_| not_bool())?;
+    match classad::Evaluator::default().eval(&expr, None, None) {
+        classad::Value::Bool(b) => Ok(b),
+        classad::Value::Int(i) => Ok(i != 0),
+        classad::Value::Real(r) => Ok(r != 0.0),
+        _ => Err(not_bool()),
+    }
+}
+
 fn path_knob(config: &Config, name: &str) -> Result<PathBuf, DaemonError> {
     knob(config, name)?
         .map(PathBuf::from)

@@ -112,6 +112,13 @@ pub async fn file_response(path: &Path) -> Result<Response, ApiError> {
             ApiError::internal(format!("cannot open {}: {e}", path.display()))
         }
     })?;
+    open_file_response(file, path).await
+}
+
+/// A `200 application/octet-stream` response streaming `file`, already
+/// open (by whoever had the right to open it), with its `Content-Length`.
+/// `path` names it in errors; anything but a regular file is refused.
+pub async fn open_file_response(file: tokio::fs::File, path: &Path) -> Result<Response, ApiError> {
     let meta = file
         .metadata()
         .await
@@ -169,7 +176,7 @@ fn temp_path(dest: &Path) -> Result<PathBuf, ApiError> {
 }
 
 async fn write_body(
-    mut body: Body,
+    body: Body,
     tmp: &Path,
     dest: &Path,
     idle: Duration,
@@ -183,6 +190,28 @@ async fn write_body(
         .open(tmp)
         .await
         .map_err(|e| io_err("cannot create", tmp, e))?;
+    let total = receive_into(body, &mut file, dest, idle).await?;
+    drop(file);
+    tokio::fs::rename(tmp, dest)
+        .await
+        .map_err(|e| io_err("cannot rename into", dest, e))?;
+    Ok(total)
+}
+
+/// Streams a request body into `file`, already open for writing (by
+/// whoever had the right to create it), then flushes and syncs it.
+/// `dest` names the file in errors. A body that breaks off or stalls for
+/// `idle` is an error; the caller removes what was written.
+pub async fn receive_into(
+    mut body: Body,
+    file: &mut tokio::fs::File,
+    dest: &Path,
+    idle: Duration,
+) -> Result<u64, ApiError> {
+    let io_err = |what: &str, p: &Path, e: io::Error| {
+        ApiError::internal(format!("{what} {}: {e}", p.display()))
+    };
+    let tmp = dest;
     let mut total = 0u64;
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
@@ -213,9 +242,5 @@ async fn write_body(
     file.sync_all()
         .await
         .map_err(|e| io_err("cannot sync", tmp, e))?;
-    drop(file);
-    tokio::fs::rename(tmp, dest)
-        .await
-        .map_err(|e| io_err("cannot rename into", dest, e))?;
     Ok(total)
 }

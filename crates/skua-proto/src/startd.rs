@@ -81,6 +81,11 @@ pub struct ActivateRequest {
     pub job_id: String,
     /// The address (`<ip:port>`) of the schedd whose shadow serves the job.
     pub shadow_addr: String,
+    /// The job owner's uid and gid on the submit host, for an execute host
+    /// in the same UID domain that has no account of that name and
+    /// `SOFT_UID_DOMAIN = True`.
+    #[serde(default)]
+    pub owner_ids: Option<(u32, u32)>,
 }
 
 /// `POST /startd/deactivate` (DAEMON): stop the job running under the claim
@@ -153,6 +158,10 @@ pub struct StarterSpec {
     /// (the slot's `MachineMaxVacateTime`).
     #[serde(default)]
     pub max_vacate_secs: u64,
+    /// The owner's uid and gid on the submit host
+    /// ([`ActivateRequest::owner_ids`]).
+    #[serde(default)]
+    pub owner_ids: Option<(u32, u32)>,
 }
 
 /// What a starter writes on its standard output, one JSON line, when a

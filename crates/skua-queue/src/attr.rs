@@ -48,6 +48,14 @@ pub mod hold_code {
     pub const JOB_POLICY: i64 = 3;
     /// A job policy expression evaluated to UNDEFINED (or ERROR).
     pub const JOB_POLICY_UNDEFINED: i64 = 5;
+    /// The job's standard output or error could not be opened.
+    pub const UNABLE_TO_OPEN_OUTPUT: i64 = 7;
+    /// The job's standard input could not be opened.
+    pub const UNABLE_TO_OPEN_INPUT: i64 = 8;
+    /// An output file could not be stored on the submit side.
+    pub const TRANSFER_OUTPUT_ERROR: i64 = 12;
+    /// An input file could not be read on the submit side.
+    pub const TRANSFER_INPUT_ERROR: i64 = 13;
     /// Submitted with `hold = true`.
     pub const SUBMITTED_ON_HOLD: i64 = 15;
     /// `SYSTEM_PERIODIC_HOLD` fired.
@@ -61,6 +69,10 @@ pub mod hold_code {
             USER_REQUEST => "UserRequest",
             JOB_POLICY => "JobPolicy",
             JOB_POLICY_UNDEFINED => "JobPolicyUndefined",
+            UNABLE_TO_OPEN_OUTPUT => "UnableToOpenOutput",
+            UNABLE_TO_OPEN_INPUT => "UnableToOpenInput",
+            TRANSFER_OUTPUT_ERROR => "TransferOutputError",
+            TRANSFER_INPUT_ERROR => "TransferInputError",
             SUBMITTED_ON_HOLD => "SubmittedOnHold",
             SYSTEM_POLICY => "SystemPolicy",
             SYSTEM_POLICY_UNDEFINED => "SystemPolicyUndefined",

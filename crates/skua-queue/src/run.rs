@@ -60,6 +60,8 @@ pub enum RunEnd {
         reason: String,
         /// HTCondor's HoldReasonCode for holding (e.g. 13 input transfer).
         hold_code: i64,
+        /// Its HoldReasonSubCode (the errno of a failed file operation).
+        hold_subcode: i64,
         /// Hold now.
         permanent: bool,
     },
@@ -210,8 +212,9 @@ impl Queue {
             RunEnd::Failed {
                 reason,
                 hold_code,
+                hold_subcode,
                 permanent,
-            } => (reason.clone(), Some((*hold_code, *permanent))),
+            } => (reason.clone(), Some((*hold_code, *hold_subcode, *permanent))),
         };
         p.set_str(id, LAST_VACATE_REASON, &reason);
         p.event(
@@ -230,22 +233,26 @@ impl Queue {
         );
         let hold = match failure {
             None => None,
-            Some((code, permanent)) => {
+            Some((code, subcode, permanent)) => {
                 let n = int_attr(ad, NUM_SHADOW_EXCEPTIONS)
                     .unwrap_or(0)
                     .saturating_add(1);
                 p.set_int(id, NUM_SHADOW_EXCEPTIONS, n);
                 if permanent {
-                    Some((code, reason.clone()))
+                    Some((code, subcode, reason.clone()))
                 } else if max_failures > 0 && n >= max_failures {
-                    Some((code, format!("{reason} (the job failed to run {n} times)")))
+                    Some((
+                        code,
+                        subcode,
+                        format!("{reason} (the job failed to run {n} times)"),
+                    ))
                 } else {
                     None
                 }
             }
         };
         match hold {
-            Some((code, text)) => p.hold(id, ad, code, 0, &text, now),
+            Some((code, subcode, text)) => p.hold(id, ad, code, subcode, &text, now),
             None => p.new_status(id, ad, JobStatus::Idle, now),
         }
         Ok(p.finish())

@@ -163,6 +163,7 @@ fn eviction_requeues_and_failures_hold_after_the_limit() {
     let fail = RunEnd::Failed {
         reason: "transfer of output failed".into(),
         hold_code: 12,
+        hold_subcode: 0,
         permanent: false,
     };
     for round in 1..=3 {
@@ -193,6 +194,7 @@ fn eviction_requeues_and_failures_hold_after_the_limit() {
             &RunEnd::Failed {
                 reason: "input file x missing".into(),
                 hold_code: 13,
+                hold_subcode: 13,
                 permanent: true,
             },
             Rusage::default(),
@@ -203,6 +205,8 @@ fn eviction_requeues_and_failures_hold_after_the_limit() {
     commit(&mut q, &t);
     assert_eq!(q.status(d), Some(JobStatus::Held));
     assert_eq!(num(&q, d, "HoldReasonCode"), Some(13.0));
+    // the errno of the failed file operation is the subcode
+    assert_eq!(num(&q, d, "HoldReasonSubCode"), Some(13.0));
 }
 
 #[test]

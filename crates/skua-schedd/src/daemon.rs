@@ -176,6 +176,13 @@ async fn submit(
     }
     let parsed = t0.elapsed();
     let owner = caller.identity.user.clone();
+    // As in HTCondor: no job runs as root, so none is queued as root.
+    if owner == "root" {
+        return Err(ApiError::new(
+            skua_proto::ErrorCode::PermissionDenied,
+            "submitting jobs as root is not allowed: submit as the user the jobs run as",
+        ));
+    }
     let cluster = req.cluster;
     let n = with_schedd(&st, move |s| s.submit(&owner, cluster, jobs, now_secs())).await?;
     tracing::info!(
@@ -476,13 +483,15 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let alive = Duration::from_secs(
         skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 10)?.max(1),
     );
-    let shadows = Arc::new(Shadows::new(
+    let mut shadows = Shadows::new(
         Dialer {
             token: ctx.daemon_token.clone(),
             ca_pem,
         },
         alive,
-    ));
+    );
+    shadows.uid_domain = ctx.knob("UID_DOMAIN")?.unwrap_or_default();
+    let shadows = Arc::new(shadows);
     let shared = Shared {
         schedd: Arc::new(Mutex::new(schedd)),
         changed: Arc::new(Notify::new()),

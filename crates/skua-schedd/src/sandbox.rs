@@ -43,6 +43,8 @@ pub enum SandboxError {
         path: PathBuf,
         /// Why.
         reason: String,
+        /// The errno of the failure (0 when none).
+        errno: i64,
     },
     /// A URL in `TransferInput`.
     #[error("input {0} is a URL; URL transfers are not supported")]
@@ -66,6 +68,14 @@ impl SandboxError {
             _ => HOLD_TRANSFER_INPUT_ERROR,
         }
     }
+
+    /// The errno behind it (HoldReasonSubCode), 0 when none.
+    pub fn errno(&self) -> i64 {
+        match self {
+            SandboxError::Input { errno, .. } => *errno,
+            _ => 0,
+        }
+    }
 }
 
 /// The input sandbox: the entries to announce to the starter, and for
@@ -87,7 +97,7 @@ impl InputPlan {
 }
 
 /// A job attribute as a string (literal or evaluated in the job ad).
-fn string_attr(job: &ClassAd, name: &str) -> Option<String> {
+pub(crate) fn string_attr(job: &ClassAd, name: &str) -> Option<String> {
     match Evaluator::default().eval_attr(name, job, None) {
         Value::Undefined | Value::Error => None,
         v => v.as_string(),
@@ -136,6 +146,7 @@ fn input_error(path: &Path, e: std::io::Error) -> SandboxError {
         } else {
             e.to_string()
         },
+        errno: e.raw_os_error().map(i64::from).unwrap_or(0),
     }
 }
 
@@ -156,6 +167,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
                 return Err(SandboxError::Input {
                     path: source,
                     reason: "the executable is not a regular file".into(),
+                    errno: 0,
                 });
             }
             let entry = InputEntry {
@@ -179,6 +191,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
             return Err(SandboxError::Input {
                 path: source,
                 reason: "standard input is not a regular file".into(),
+                errno: 0,
             });
         }
         if seen.contains(&name) {
@@ -214,6 +227,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
                     .ok_or_else(|| SandboxError::Input {
                         path: source.clone(),
                         reason: "a directory needs a name".into(),
+                        errno: 0,
                     })?;
                 add_entry(&mut plan, &mut seen, &source, &meta, name.clone())?;
                 add_dir_contents(&mut plan, &mut seen, &source, &name)?;
@@ -222,6 +236,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
             let name = base_name(&item).ok_or_else(|| SandboxError::Input {
                 path: source.clone(),
                 reason: "not a file name".into(),
+                errno: 0,
             })?;
             add_entry(&mut plan, &mut seen, &source, &meta, name)?;
         }
@@ -252,6 +267,7 @@ fn add_entry(
         return Err(SandboxError::Input {
             path: source.to_path_buf(),
             reason: "not a regular file or directory".into(),
+            errno: 0,
         });
     };
     let entry = InputEntry {

@@ -197,15 +197,11 @@ impl Schedd {
             return Ok(());
         }
         let t_start = std::time::Instant::now();
-        let log_paths: Vec<(JobId, Option<String>)> = txn
+        // (each log with its job's owner, whose rights write it)
+        let log_paths: Vec<(JobId, Option<(String, String)>)> = txn
             .events
             .iter()
-            .map(|(id, _)| {
-                (
-                    *id,
-                    self.queue.job(*id).and_then(|a| str_attr(a, "UserLog")),
-                )
-            })
+            .map(|(id, _)| (*id, self.queue.job(*id).and_then(log_and_owner)))
             .collect();
         // Apply in memory, catching each job that leaves for the history
         // in its final state (after the transaction's earlier mutations).
@@ -248,19 +244,19 @@ impl Schedd {
         // Events go to each job's log once the change is durable; a job
         // that just arrived learns its log path now.
         // Each log is appended to once per commit, its events in order.
-        let mut texts: Vec<(String, String)> = Vec::new();
+        let mut texts: Vec<((String, String), String)> = Vec::new();
         for ((id, event), (_, before)) in txn.events.iter().zip(log_paths) {
-            let path = before.or_else(|| self.queue.job(*id).and_then(|a| str_attr(a, "UserLog")));
-            if let Some(path) = path {
+            let log = before.or_else(|| self.queue.job(*id).and_then(log_and_owner));
+            if let Some(log) = log {
                 let text = self.userlog.text(*id, event, now);
-                match texts.iter_mut().find(|(p, _)| *p == path) {
+                match texts.iter_mut().find(|(l, _)| *l == log) {
                     Some((_, t)) => t.push_str(&text),
-                    None => texts.push((path, text)),
+                    None => texts.push((log, text)),
                 }
             }
         }
-        for (path, text) in texts {
-            self.userlog.append(Path::new(&path), &text);
+        for ((path, owner), text) in texts {
+            self.userlog.append(Path::new(&path), &owner, &text);
         }
         tracing::debug!(
             "commit of {} mutation(s): apply {:?}, rows {:?}, store {:?}, user logs {:?}",
@@ -840,4 +836,9 @@ fn project(ad: &ClassAd, projection: &[String]) -> String {
         }
     }
     classad::unparse_ad(&out)
+}
+
+/// A job's event log and its owner.
+fn log_and_owner(ad: &ClassAd) -> Option<(String, String)> {
+    Some((str_attr(ad, "UserLog")?, str_attr(ad, "Owner").unwrap_or_default()))
 }

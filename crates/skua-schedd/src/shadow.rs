@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use classad::{parse_ad, ClassAd};
+use std::os::unix::fs::PermissionsExt;
+
+use skua_daemon::account::{AsUser, Rights};
 use skua_daemon::now_secs;
 use skua_net::{ApiError, Body, Client, HeaderMap, Json, Response, State};
 use skua_proto::{
@@ -53,12 +56,27 @@ struct Run {
     startd_addr: String,
     inputs: Option<InputPlan>,
     /// A failure the shadow saw itself (missing input...), reported when
-    /// the starter gives up: (reason, hold code, permanent).
-    failure: Option<(String, i64, bool)>,
+    /// the starter gives up.
+    failure: Option<ShadowFailure>,
     executing: bool,
     done: Option<oneshot::Sender<RunResult>>,
     /// Asks the claim task to stop the job (rm, hold).
     vacate: Arc<Notify>,
+}
+
+/// A failure the shadow saw itself, with HTCondor's hold code and
+/// subcode (the errno of a failed file operation).
+#[derive(Clone, Debug)]
+struct ShadowFailure {
+    reason: String,
+    code: i64,
+    subcode: i64,
+    permanent: bool,
+}
+
+/// The errno of an I/O error (0 when it has none), a hold's subcode.
+fn errno_of(e: &std::io::Error) -> i64 {
+    e.raw_os_error().map(i64::from).unwrap_or(0)
 }
 
 /// What the daemon needs to dial startds.
@@ -84,6 +102,12 @@ pub(crate) struct Shadows {
     pub addr: OnceLock<String>,
     pub dialer: Dialer,
     pub alive_interval: Duration,
+    /// This schedd's `UID_DOMAIN`, given to the starter with each job
+    /// (`UidDomain`): an execute host in the same domain runs the job as
+    /// its owner.
+    pub uid_domain: String,
+    /// Acts with a job owner's rights on the owner's files.
+    pub as_user: AsUser,
 }
 
 impl Shadows {
@@ -94,6 +118,8 @@ impl Shadows {
             addr: OnceLock::new(),
             dialer,
             alive_interval,
+            uid_domain: String::new(),
+            as_user: AsUser::new(),
         }
     }
 
@@ -359,11 +385,22 @@ async fn run_one(
             vacate: vacate.clone(),
         },
     );
+    // The starter learns the submit side's UID domain from the job ad (the
+    // schedd's value wins over anything the user wrote), and the owner's
+    // ids for a host in that domain that does not know the account.
+    let mut sent_ad = job_ad.clone();
+    sent_ad.insert_value("UidDomain", st.shadows.uid_domain.as_str());
+    let owner = sandbox::string_attr(&job_ad, "Owner").unwrap_or_default();
+    let owner_ids = skua_daemon::account::Account::lookup(&owner)
+        .ok()
+        .filter(|a| !a.is_root())
+        .map(|a| (a.uid, a.gid));
     let request = ActivateRequest {
         claim_id: info.claim_id.clone(),
-        job_ad: job_ad.to_string(),
+        job_ad: sent_ad.to_string(),
         job_id: job.to_string(),
         shadow_addr: addr.to_string(),
+        owner_ids,
     };
     let mut activated: Result<Ack, _> = client
         .command(&routes::STARTD_ACTIVATE, Some(&request))
@@ -466,6 +503,7 @@ async fn run_lost(st: &Shared, job: JobId, reason: String) -> String {
     let end = RunEnd::Failed {
         reason: reason.clone(),
         hold_code: 0,
+        hold_subcode: 0,
         permanent: false,
     };
     end_run(st, job, end).await;
@@ -495,26 +533,45 @@ pub(crate) async fn begin(
     State(st): State<Shared>,
     Json(req): Json<ShadowBegin>,
 ) -> Result<Json<BeginReply>, ApiError> {
-    let mut runs = st.shadows.runs();
-    let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
-    if run.job.to_string() != req.job_id {
-        return Err(unknown_claim());
-    }
-    if !req.transfer {
-        run.inputs = Some(InputPlan::default());
-        return Ok(Json(BeginReply { inputs: Vec::new() }));
-    }
-    match sandbox::plan_inputs(&run.job_ad) {
+    let job_ad = {
+        let mut runs = st.shadows.runs();
+        let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
+        if run.job.to_string() != req.job_id {
+            return Err(unknown_claim());
+        }
+        if !req.transfer {
+            run.inputs = Some(InputPlan::default());
+            return Ok(Json(BeginReply { inputs: Vec::new() }));
+        }
+        run.job_ad.clone()
+    };
+    // the inputs are looked at with the owner's rights
+    let rights = owner_rights(&job_ad)
+        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    let planned = st
+        .shadows
+        .as_user
+        .run_async(&rights, move || sandbox::plan_inputs(&job_ad))
+        .await
+        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e.to_string(), None)))?;
+    match planned {
         Ok(plan) => {
             let inputs = plan.entries.clone();
+            let mut runs = st.shadows.runs();
+            let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
             run.inputs = Some(plan);
             Ok(Json(BeginReply { inputs }))
         }
-        Err(e) => {
-            let msg = format!("transferring input files failed: {e}");
-            run.failure = Some((msg.clone(), i64::from(e.hold_reason_code()), true));
-            Err(ApiError::not_found(msg))
-        }
+        Err(e) => Err(fail_run(
+            &st,
+            &req.claim_id,
+            ShadowFailure {
+                reason: format!("transferring input files failed: {e}"),
+                code: i64::from(e.hold_reason_code()),
+                subcode: e.errno(),
+                permanent: true,
+            },
+        )),
     }
 }
 
@@ -522,30 +579,89 @@ pub(crate) async fn input_file(
     State(st): State<Shared>,
     Json(req): Json<InputFileRequest>,
 ) -> Result<Response, ApiError> {
-    let source = {
+    let (source, job_ad) = {
         let runs = st.shadows.runs();
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         let plan = run
             .inputs
             .as_ref()
             .ok_or_else(|| ApiError::conflict("ask /shadow/begin first"))?;
-        plan.sources
+        let source = plan
+            .sources
             .get(req.index)
             .cloned()
             .flatten()
-            .ok_or_else(|| ApiError::not_found(format!("no input file #{}", req.index)))?
+            .ok_or_else(|| ApiError::not_found(format!("no input file #{}", req.index)))?;
+        (source, run.job_ad.clone())
     };
-    let result = skua_net::file_response(&source).await;
+    // opened with the owner's rights: a file the owner cannot read is
+    // refused exactly as it would be to them
+    let rights =
+        owner_rights(&job_ad).map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    let path = source.clone();
+    let opened = st
+        .shadows
+        .as_user
+        .run_async(&rights, move || std::fs::File::open(&path))
+        .await
+        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e.to_string(), None)))?;
+    let file = opened.map_err(|e| {
+        fail_run(
+            &st,
+            &req.claim_id,
+            input_failure(
+                format!("cannot read input file {}: {e}", source.display()),
+                Some(&e),
+            ),
+        )
+    })?;
+    let result = skua_net::open_file_response(tokio::fs::File::from_std(file), &source).await;
     if let Err(e) = &result {
-        if let Some(run) = st.shadows.runs().get_mut(&req.claim_id) {
-            run.failure = Some((
-                format!("transferring input file {} failed: {e}", source.display()),
-                i64::from(sandbox::HOLD_TRANSFER_INPUT_ERROR),
-                false,
-            ));
-        }
+        let _ = fail_run(
+            &st,
+            &req.claim_id,
+            input_failure(format!("input file {}: {e}", source.display()), None),
+        );
     }
     result
+}
+
+/// The failure of an input transfer (HTCondor's hold code 13, the errno
+/// as subcode): the job is held, a retry cannot help.
+fn input_failure(reason: String, error: Option<&std::io::Error>) -> ShadowFailure {
+    ShadowFailure {
+        reason: format!("transferring input files failed: {reason}"),
+        code: i64::from(sandbox::HOLD_TRANSFER_INPUT_ERROR),
+        subcode: error.map(errno_of).unwrap_or(0),
+        permanent: true,
+    }
+}
+
+/// The failure of an output transfer (hold code 12, the errno as subcode).
+fn output_failure(reason: String, error: Option<&std::io::Error>, permanent: bool) -> ShadowFailure {
+    ShadowFailure {
+        reason: format!("transferring output files failed: {reason}"),
+        code: i64::from(sandbox::HOLD_TRANSFER_OUTPUT_ERROR),
+        subcode: error.map(errno_of).unwrap_or(0),
+        permanent,
+    }
+}
+
+/// Records `failure` on the run of `claim_id` (reported when the starter
+/// gives up) and gives the error to answer the starter with.
+fn fail_run(st: &Shared, claim_id: &str, failure: ShadowFailure) -> ApiError {
+    let err = ApiError::not_found(failure.reason.clone());
+    if let Some(run) = st.shadows.runs().get_mut(claim_id) {
+        run.failure = Some(failure);
+    }
+    err
+}
+
+/// The rights the shadow uses for the files of the job `ad`: its owner's
+/// (the daemon's own when the schedd is not root).
+fn owner_rights(ad: &ClassAd) -> Result<Rights, String> {
+    let owner = sandbox::string_attr(ad, "Owner").unwrap_or_default();
+    Rights::of_user(&owner).map_err(|e| format!("the job's owner: {e}"))
 }
 
 pub(crate) async fn output_file(
@@ -561,43 +677,103 @@ pub(crate) async fn output_file(
             serde_json_from_str(v)
                 .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
         })?;
-    let dest = {
+    let (dest, job_ad) = {
         let runs = st.shadows.runs();
         let run = runs.get(&meta.claim_id).ok_or_else(unknown_claim)?;
-        sandbox::output_path(&run.job_ad, &meta.name)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?
+        let dest = sandbox::output_path(&run.job_ad, &meta.name)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        (dest, run.job_ad.clone())
     };
-    if let Some(parent) = dest.parent() {
-        if !parent.as_os_str().is_empty() {
-            tokio::fs::create_dir_all(parent).await.map_err(|e| {
-                ApiError::internal(format!("cannot create {}: {e}", parent.display()))
-            })?;
-        }
-    }
-    let result = skua_net::receive_file(body, &dest).await;
-    match result {
-        Ok(_) => {
-            if meta.mode != 0 {
-                set_mode(&dest, meta.mode);
-            }
-            Ok(Json(Ack {}))
-        }
-        Err(e) => {
-            if let Some(run) = st.shadows.runs().get_mut(&meta.claim_id) {
-                run.failure = Some((
-                    format!("transferring output file {} failed: {e}", dest.display()),
-                    i64::from(sandbox::HOLD_TRANSFER_OUTPUT_ERROR),
-                    false,
-                ));
-            }
-            Err(e)
+    let claim = meta.claim_id.as_str();
+    let rights = owner_rights(&job_ad)
+        .map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
+    // Everything with the owner's rights: the directories, a temporary file
+    // beside the destination (never following a link), the rename over it.
+    let as_user = st.shadows.as_user.clone();
+    let d = dest.clone();
+    let opened = as_user
+        .run_async(&rights, move || create_beside(&d))
+        .await
+        .map_err(|e| fail_run(&st, claim, output_failure(e.to_string(), None, true)))?;
+    let (file, tmp) = opened.map_err(|e| {
+        fail_run(
+            &st,
+            claim,
+            output_failure(format!("cannot write {}: {e}", dest.display()), Some(&e), true),
+        )
+    })?;
+    let mut file = tokio::fs::File::from_std(file);
+    let received = skua_net::receive_into(body, &mut file, &dest, skua_net::RECEIVE_IDLE_TIMEOUT).await;
+    // the mode the job gave it, without set-user-id, set-group-id or
+    // sticky bits: a file comes back as the owner's plain file
+    let mode = if meta.mode == 0 { 0o644 } else { meta.mode & 0o777 };
+    let stored = match received {
+        Ok(_) => file
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .await
+            .map_err(|e| (format!("cannot set the mode of {}: {e}", dest.display()), Some(e))),
+        Err(e) => Err((e.to_string(), None)),
+    };
+    drop(file);
+    let (t, d) = (tmp.clone(), dest.clone());
+    let renamed = match stored {
+        Ok(()) => as_user
+            .run_async(&rights, move || std::fs::rename(&t, &d))
+            .await
+            .map_err(|e| (e.to_string(), None))
+            .and_then(|r| {
+                r.map_err(|e| (format!("cannot rename into {}: {e}", dest.display()), Some(e)))
+            }),
+        Err(e) => Err(e),
+    };
+    match renamed {
+        Ok(()) => Ok(Json(Ack {})),
+        Err((reason, error)) => {
+            let t = tmp.clone();
+            let _ = as_user
+                .run_async(&rights, move || std::fs::remove_file(&t))
+                .await;
+            // a broken-off transfer may succeed again; a refused file not
+            let permanent = error.is_some();
+            Err(fail_run(
+                &st,
+                claim,
+                output_failure(
+                    format!("output file {}: {reason}", dest.display()),
+                    error.as_ref(),
+                    permanent,
+                ),
+            ))
         }
     }
 }
 
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777));
+/// Creates the directories of `dest` and a new temporary file beside it
+/// (`.NAME.part-PID-N`, mode 0600, created exclusively, never through a
+/// symbolic link). Runs with the owner's rights.
+fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = dest.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    if let Some(parent) = dest.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)?;
+        }
+    }
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".part-{}-{n}", std::process::id()));
+    let tmp = dest.with_file_name(tmp_name);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    Ok((file, tmp))
 }
 
 fn serde_json_from_str<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
@@ -721,14 +897,16 @@ pub(crate) async fn exit(
             ),
             RunOutcome::Failed { reason, permanent } => {
                 let end = match failure {
-                    Some((r, code, perm)) => RunEnd::Failed {
-                        reason: r,
-                        hold_code: code,
-                        permanent: perm || permanent,
+                        Some(f) => RunEnd::Failed {
+                        reason: f.reason,
+                        hold_code: f.code,
+                        hold_subcode: f.subcode,
+                        permanent: f.permanent || permanent,
                     },
                     None => RunEnd::Failed {
                         reason,
                         hold_code: 0,
+                        hold_subcode: 0,
                         permanent,
                     },
                 };

@@ -9,19 +9,24 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use skua_daemon::account::{AsUser, Rights};
 use skua_queue::{JobId, UserLogEvent};
 
-/// Appends events to user logs.
+/// Appends events to user logs, each with its job owner's rights.
 #[derive(Clone, Debug)]
 pub struct UserLogWriter {
     utc_offset: Option<fn(i64) -> i32>,
+    as_user: AsUser,
 }
 
 impl UserLogWriter {
     /// A writer stamping events in the time zone `utc_offset` gives (the
     /// host's local time when `None`, as HTCondor does).
     pub fn new(utc_offset: Option<fn(i64) -> i32>) -> UserLogWriter {
-        UserLogWriter { utc_offset }
+        UserLogWriter {
+            utc_offset,
+            as_user: AsUser::new(),
+        }
     }
 
     /// The event's text as it goes into the log.
@@ -35,20 +40,34 @@ impl UserLogWriter {
         )
     }
 
-    /// Appends one event; failures are logged.
-    pub fn write(&self, path: &Path, id: JobId, event: &UserLogEvent, now: i64) {
-        self.append(path, &self.text(id, event, now));
+    /// Appends one event of `owner`'s job; failures are logged.
+    pub fn write(&self, path: &Path, owner: &str, id: JobId, event: &UserLogEvent, now: i64) {
+        self.append(path, owner, &self.text(id, event, now));
     }
 
-    /// Appends events' text in one write; failures are logged.
-    pub fn append(&self, path: &Path, text: &str) {
-        let result = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
-        if let Err(e) = result {
-            tracing::warn!("cannot write the job event log {}: {e}", path.display());
+    /// Appends events' text in one write, with the rights of `owner` (the
+    /// jobs' owner: a log goes where they could write it, or nowhere);
+    /// failures are logged.
+    pub fn append(&self, path: &Path, owner: &str, text: &str) {
+        let rights = match Rights::of_user(owner) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("not writing the job event log {}: {e}", path.display());
+                return;
+            }
+        };
+        let (p, t) = (path.to_path_buf(), text.to_string());
+        let result = self.as_user.run(&rights, move || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .and_then(|mut f| f.write_all(t.as_bytes()))
+        });
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("cannot write the job event log {}: {e}", path.display()),
+            Err(e) => tracing::warn!("cannot write the job event log {}: {e}", path.display()),
         }
     }
 }

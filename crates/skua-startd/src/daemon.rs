@@ -784,6 +784,7 @@ impl Shell {
                     shadow_addr: a.shadow_addr.clone(),
                     execute_dir: self.setup.execute.to_string_lossy().into_owned(),
                     max_vacate_secs: u64::try_from(launch.max_vacate_secs).unwrap_or(0),
+                    owner_ids: a.owner_ids,
                 };
                 if let Some(st) = self
                     .starters

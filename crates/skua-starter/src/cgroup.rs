@@ -41,7 +41,7 @@ pub fn spawn_job(
     base: &str,
     execute: &Path,
     slot: &str,
-    cmd: &mut tokio::process::Command,
+    mut spawn: impl FnMut() -> std::io::Result<tokio::process::Child>,
 ) -> std::io::Result<(tokio::process::Child, Option<JobCgroup>)> {
     let group = tree(base, execute).and_then(|t| {
         t.create_job(slot, std::process::id())
@@ -51,9 +51,9 @@ pub fn spawn_job(
             .ok()
     });
     let Some(group) = group else {
-        return cmd.spawn().map(|c| (c, None));
+        return spawn().map(|c| (c, None));
     };
-    match group.spawn_inside(|| cmd.spawn()) {
+    match group.spawn_inside(&mut spawn) {
         Ok(Ok(child)) => {
             tracing::debug!(group = %group.path().display(), "the job's cgroup");
             Ok((child, Some(group)))
@@ -65,7 +65,7 @@ pub fn spawn_job(
         Err(e) => {
             tracing::warn!(error = %e, "cannot enter the job's cgroup; it runs without");
             let _ = group.remove(Duration::from_millis(100));
-            cmd.spawn().map(|c| (c, None))
+            spawn().map(|c| (c, None))
         }
     }
 }

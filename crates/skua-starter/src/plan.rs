@@ -176,38 +176,81 @@ pub enum RunAs {
     Myself,
     /// This account (the starter is root).
     User(String),
+    /// The owner, by the ids the submit side gave, for an owner without an
+    /// account here (`SOFT_UID_DOMAIN = True`).
+    Ids {
+        /// The owner's name (for logs).
+        name: String,
+        /// The uid.
+        uid: u32,
+        /// The gid.
+        gid: u32,
+    },
+    /// The job cannot run here; why.
+    Refuse(String),
 }
 
-/// Chooses the account: not root → [`RunAs::Myself`]; root → the job's
-/// `Owner` when `owner_exists` and the job's `UidDomain` equals the
-/// slot's, else `slot_user` (`SLOT<N>_USER`) or `nobody`.
-pub fn choose_user(
-    is_root: bool,
-    job: &ClassAd,
-    slot: &ClassAd,
-    owner_exists: bool,
-    slot_user: Option<&str>,
-) -> RunAs {
-    if !is_root {
+/// What [`choose_user`] needs besides the ads.
+#[derive(Clone, Debug, Default)]
+pub struct UserFacts<'a> {
+    /// The starter runs as root.
+    pub is_root: bool,
+    /// The job's `Owner` has an account on this host.
+    pub owner_exists: bool,
+    /// `SLOT<N>_USER` of the slot.
+    pub slot_user: Option<&'a str>,
+    /// `SOFT_UID_DOMAIN`.
+    pub soft_uid_domain: bool,
+    /// The owner's uid and gid on the submit host.
+    pub owner_ids: Option<(u32, u32)>,
+}
+
+/// Chooses the account, by HTCondor's UID domain rules. Not root →
+/// [`RunAs::Myself`]. Root, the job's `UidDomain` (the submit side's
+/// `UID_DOMAIN`) equal to the slot's (case-insensitive) → the job's
+/// `Owner`; an owner without an account here runs under the submit side's
+/// ids when `SOFT_UID_DOMAIN` is true and is refused otherwise. Another
+/// domain (or none) → `SLOT<N>_USER`, else `nobody`. Never root: a job
+/// owned by root, or with no owner, is refused.
+pub fn choose_user(job: &ClassAd, slot: &ClassAd, facts: &UserFacts<'_>) -> RunAs {
+    if !facts.is_root {
         return RunAs::Myself;
     }
-    let owner = string_attr(job, "Owner").filter(|o| !o.is_empty());
-    let same_domain = match (
-        string_attr(job, "UidDomain"),
-        string_attr(slot, "UidDomain"),
-    ) {
+    let Some(owner) = string_attr(job, "Owner").filter(|o| !o.is_empty()) else {
+        return RunAs::Refuse("the job ad has no Owner".into());
+    };
+    let job_domain = string_attr(job, "UidDomain");
+    let same_domain = match (&job_domain, string_attr(slot, "UidDomain")) {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(&b),
         _ => false,
     };
-    match owner {
-        Some(o) if owner_exists && same_domain => RunAs::User(o),
-        _ => RunAs::User(
-            slot_user
+    if !same_domain {
+        return RunAs::User(
+            facts
+                .slot_user
                 .filter(|u| !u.trim().is_empty())
                 .unwrap_or("nobody")
                 .trim()
                 .to_string(),
-        ),
+        );
+    }
+    if owner == "root" {
+        return RunAs::Refuse("refusing to run a job owned by root".into());
+    }
+    if facts.owner_exists {
+        return RunAs::User(owner);
+    }
+    match facts.owner_ids {
+        Some((uid, gid)) if facts.soft_uid_domain && uid != 0 => RunAs::Ids {
+            name: owner,
+            uid,
+            gid,
+        },
+        _ => RunAs::Refuse(format!(
+            "the job's owner `{owner}` has no account on this host, which shares its \
+             UID_DOMAIN ({}), and SOFT_UID_DOMAIN is False",
+            job_domain.unwrap_or_default()
+        )),
     }
 }
 
@@ -368,25 +411,92 @@ mod tests {
 
     #[test]
     fn run_as_owner_only_as_root_with_same_uid_domain() {
-        let job = ad(r#"[ Owner = "alice"; UidDomain = "d" ]"#);
+        let job = ad(r#"[ Owner = "alice"; UidDomain = "D" ]"#);
         let slot = ad(r#"[ UidDomain = "d" ]"#);
-        assert_eq!(choose_user(false, &job, &slot, true, None), RunAs::Myself);
+        let root = |owner_exists| UserFacts {
+            is_root: true,
+            owner_exists,
+            ..UserFacts::default()
+        };
         assert_eq!(
-            choose_user(true, &job, &slot, true, None),
+            choose_user(&job, &slot, &UserFacts::default()),
+            RunAs::Myself
+        );
+        assert_eq!(
+            choose_user(&job, &slot, &root(true)),
             RunAs::User("alice".into())
         );
-        assert_eq!(
-            choose_user(true, &job, &slot, false, Some("slotuser")),
-            RunAs::User("slotuser".into())
-        );
+        // another domain: the slot's user, else nobody
         let other = ad(r#"[ UidDomain = "e" ]"#);
         assert_eq!(
-            choose_user(true, &job, &other, true, None),
+            choose_user(&job, &other, &root(true)),
+            RunAs::User("nobody".into())
+        );
+        let with_slot_user = UserFacts {
+            slot_user: Some("slotuser"),
+            ..root(true)
+        };
+        assert_eq!(
+            choose_user(&job, &other, &with_slot_user),
+            RunAs::User("slotuser".into())
+        );
+        // a job without UidDomain is from another domain
+        let bare = ad(r#"[ Owner = "alice" ]"#);
+        assert_eq!(
+            choose_user(&bare, &slot, &root(true)),
             RunAs::User("nobody".into())
         );
         assert_eq!(slot_number("slot12@h"), Some(12));
         assert_eq!(slot_number("slot1_3@h"), Some(1));
         assert_eq!(slot_number("x"), None);
+    }
+
+    #[test]
+    fn an_owner_without_account_needs_soft_uid_domain_and_root_never_runs() {
+        let job = ad(r#"[ Owner = "alice"; UidDomain = "d" ]"#);
+        let slot = ad(r#"[ UidDomain = "d" ]"#);
+        let facts = UserFacts {
+            is_root: true,
+            owner_ids: Some((1234, 99)),
+            ..UserFacts::default()
+        };
+        let RunAs::Refuse(why) = choose_user(&job, &slot, &facts) else {
+            panic!("an unknown owner must be refused without SOFT_UID_DOMAIN");
+        };
+        assert!(why.contains("alice") && why.contains("SOFT_UID_DOMAIN"), "{why}");
+        let soft = UserFacts {
+            soft_uid_domain: true,
+            ..facts.clone()
+        };
+        assert_eq!(
+            choose_user(&job, &slot, &soft),
+            RunAs::Ids {
+                name: "alice".into(),
+                uid: 1234,
+                gid: 99
+            }
+        );
+        // no ids from the submit side, or uid 0: refused even so
+        let no_ids = UserFacts {
+            owner_ids: None,
+            ..soft.clone()
+        };
+        assert!(matches!(choose_user(&job, &slot, &no_ids), RunAs::Refuse(_)));
+        let zero = UserFacts {
+            owner_ids: Some((0, 0)),
+            ..soft
+        };
+        assert!(matches!(choose_user(&job, &slot, &zero), RunAs::Refuse(_)));
+        // root's job, or a job without owner
+        let rooted = ad(r#"[ Owner = "root"; UidDomain = "d" ]"#);
+        let exists = UserFacts {
+            is_root: true,
+            owner_exists: true,
+            ..UserFacts::default()
+        };
+        assert!(matches!(choose_user(&rooted, &slot, &exists), RunAs::Refuse(_)));
+        let ownerless = ad(r#"[ UidDomain = "d" ]"#);
+        assert!(matches!(choose_user(&ownerless, &slot, &exists), RunAs::Refuse(_)));
     }
 
     #[test]

@@ -24,6 +24,8 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::plan::{self, RunAs, Stamp};
+use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
+use std::sync::Arc;
 use crate::usage::UsageMeter;
 
 /// What the starter was asked to do by a signal (or by the startd going
@@ -135,6 +137,9 @@ pub struct Settings {
     pub slot_user: Option<String>,
     /// `BASE_CGROUP` (empty: no cgroups).
     pub base_cgroup: String,
+    /// `SOFT_UID_DOMAIN`: an owner without an account here runs under the
+    /// submit side's uid and gid.
+    pub soft_uid_domain: bool,
 }
 
 impl Settings {
@@ -152,6 +157,7 @@ impl Settings {
             renice: ctx.knob("JOB_RENICE_INCREMENT")?,
             slot_user,
             base_cgroup: ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
+            soft_uid_domain: skua_daemon::context::knob_bool(&ctx.config, "SOFT_UID_DOMAIN", false)?,
         })
     }
 }
@@ -165,6 +171,9 @@ const ENOENT: i64 = 2;
 struct Failure {
     reason: String,
     permanent: bool,
+    /// Hold the job with this code and subcode (a file the owner may not
+    /// open, say) instead of failing the run.
+    hold: Option<(i64, i64)>,
 }
 
 impl Failure {
@@ -172,15 +181,31 @@ impl Failure {
         Failure {
             reason: reason.into(),
             permanent: false,
+            hold: None,
         }
     }
     fn permanent(reason: impl Into<String>) -> Failure {
         Failure {
             reason: reason.into(),
             permanent: true,
+            hold: None,
+        }
+    }
+    /// HTCondor's hold `code` with the errno of `error` as subcode.
+    fn hold(code: i64, reason: String, error: &std::io::Error) -> Failure {
+        Failure {
+            reason,
+            permanent: true,
+            hold: Some((code, error.raw_os_error().map(i64::from).unwrap_or(0))),
         }
     }
 }
+
+/// HTCondor's HoldReasonCode for a standard output or error the job's
+/// owner may not open.
+const HOLD_UNABLE_TO_OPEN_OUTPUT: i64 = 7;
+/// ... and for a standard input.
+const HOLD_UNABLE_TO_OPEN_INPUT: i64 = 8;
 
 /// Serves one claim: runs `first`, then each further job the startd sends
 /// (claim reuse), until the startd closes standard input or a job is
@@ -257,11 +282,22 @@ async fn run_job(
         startd_gone: false,
         spawned: false,
         executing_reported: false,
+        account: None,
+        as_user: AsUser::new(),
     };
     let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
     let outcome = match outcome {
         Ok(o) => o,
+        Err(Failure {
+            reason,
+            hold: Some((code, subcode)),
+            ..
+        }) => RunOutcome::Held {
+            reason,
+            code,
+            subcode,
+        },
         Err(f) => RunOutcome::Failed {
             reason: f.reason,
             permanent: f.permanent,
@@ -322,7 +358,14 @@ async fn remove_scratch(dir: &Path) {
     if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
         return;
     }
-    // The job may have left directories without write permission.
+    // The job may have left directories without write permission: only a
+    // starter that is not root needs to open them (as root, the removal
+    // above cannot fail on permissions, and chmod must never follow a link
+    // the job planted).
+    if nix::unistd::geteuid().is_root() {
+        tracing::warn!(dir = %dir.display(), "cannot remove the scratch directory");
+        return;
+    }
     let d = dir.to_path_buf();
     let _ = tokio::task::spawn_blocking(move || {
         fn open_up(p: &Path) {
@@ -363,6 +406,11 @@ struct Starter<'a> {
     spawned: bool,
     /// The `executing` update was sent (else the exit report carries it).
     executing_reported: bool,
+    /// The account the job runs as (`None`: the starter's own, it is not
+    /// root). Every file of the job is touched with its rights.
+    account: Option<Account>,
+    /// Runs file operations with the account's rights.
+    as_user: AsUser,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -387,6 +435,7 @@ impl Starter<'_> {
         if self.scratch.exists() {
             remove_scratch(&self.scratch).await;
         }
+        self.account = self.choose_account()?;
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&self.scratch)
@@ -396,6 +445,16 @@ impl Starter<'_> {
                     self.scratch.display()
                 ))
             })?;
+        // a fresh, empty directory: handed to the job's account, which
+        // makes everything inside it
+        if let Some(a) = &self.account {
+            std::os::unix::fs::lchown(&self.scratch, Some(a.uid), Some(a.gid)).map_err(|e| {
+                Failure::retry(format!(
+                    "cannot give the scratch directory to {}: {e}",
+                    a.name
+                ))
+            })?;
+        }
         let shared_fs = plan::uses_shared_fs(&self.job, &self.slot);
         let begin = ShadowBegin {
             claim_id: self.spec.claim_id.clone(),
@@ -414,7 +473,8 @@ impl Starter<'_> {
         let client = self.client.clone();
         let scratch = self.scratch.clone();
         let claim_id = self.spec.claim_id.clone();
-        let fetch = fetch_inputs(&client, &claim_id, &scratch, &inputs);
+        let (as_user, rights) = (self.as_user.clone(), self.rights());
+        let fetch = fetch_inputs(&client, &claim_id, &scratch, &inputs, &as_user, &rights);
         tokio::pin!(fetch);
         loop {
             tokio::select! {
@@ -432,7 +492,7 @@ impl Starter<'_> {
                 },
             }
         }
-        self.write_ad_files().map_err(Failure::retry)?;
+        self.write_ad_files().await.map_err(Failure::retry)?;
         let baseline = if shared_fs {
             BTreeMap::new()
         } else {
@@ -511,17 +571,65 @@ impl Starter<'_> {
         serde_json::from_str(&text).ok()
     }
 
-    fn write_ad_files(&self) -> Result<(), String> {
+    async fn write_ad_files(&self) -> Result<(), String> {
         for (name, ad) in [(".job.ad", &self.job), (".machine.ad", &self.slot)] {
             let mut text = String::new();
             for (attr, expr) in ad.iter_chained() {
                 text.push_str(&format!("{attr} = {}\n", classad::unparse_old(expr)));
             }
             let path = self.scratch.join(name);
-            std::fs::write(&path, text)
+            let p = path.clone();
+            self.as_user
+                .run_async(&self.rights(), move || std::fs::write(&p, text))
+                .await
+                .map_err(|e| e.to_string())?
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         Ok(())
+    }
+
+    /// The rights the job's files are touched with.
+    fn rights(&self) -> Rights {
+        match &self.account {
+            Some(a) => Rights::User(Arc::new(a.clone())),
+            None => Rights::Daemon,
+        }
+    }
+
+    /// The account the job runs as, by HTCondor's UID domain rules
+    /// ([`plan::choose_user`]); `None` when the starter is not root.
+    fn choose_account(&self) -> Result<Option<Account>, Failure> {
+        let is_root = nix::unistd::geteuid().is_root();
+        let owner = plan::string_attr(&self.job, "Owner").unwrap_or_default();
+        let owner_exists = is_root
+            && !owner.is_empty()
+            && matches!(Account::lookup(&owner), Ok(a) if !a.is_root());
+        let facts = plan::UserFacts {
+            is_root,
+            owner_exists,
+            slot_user: self.settings.slot_user.as_deref(),
+            soft_uid_domain: self.settings.soft_uid_domain,
+            owner_ids: self.spec.owner_ids,
+        };
+        let account = match plan::choose_user(&self.job, &self.slot, &facts) {
+            RunAs::Myself => return Ok(None),
+            RunAs::Refuse(why) => return Err(Failure::retry(why)),
+            RunAs::Ids { name, uid, gid } => Account {
+                name,
+                uid,
+                gid,
+                groups: vec![gid],
+            },
+            RunAs::User(name) => Account::lookup(&name).map_err(|e| Failure::retry(e.to_string()))?,
+        };
+        if account.is_root() {
+            return Err(Failure::permanent(format!(
+                "refusing to run the job as root (account `{}`)",
+                account.name
+            )));
+        }
+        tracing::debug!(user = %account.name, uid = account.uid, "the job's account");
+        Ok(Some(account))
     }
 
     fn spawn(
@@ -564,97 +672,107 @@ impl Starter<'_> {
         };
         let env = plan::job_environment(&self.job, &facts).map_err(Failure::permanent)?;
 
-        // Who runs it.
-        let is_root = nix::unistd::geteuid().is_root();
-        let owner = plan::string_attr(&self.job, "Owner").unwrap_or_default();
-        let owner_exists = is_root
-            && !owner.is_empty()
-            && nix::unistd::User::from_name(&owner)
-                .ok()
-                .flatten()
-                .is_some();
-        let ids = match plan::choose_user(
-            is_root,
-            &self.job,
-            &self.slot,
-            owner_exists,
-            self.settings.slot_user.as_deref(),
-        ) {
-            RunAs::Myself => None,
-            RunAs::User(name) => {
-                let user = nix::unistd::User::from_name(&name)
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| Failure::retry(format!("no account `{name}` on this host")))?;
-                if user.uid.is_root() {
-                    return Err(Failure::permanent(format!(
-                        "refusing to run the job as root (account `{name}`)"
-                    )));
-                }
-                Some((user.uid, user.gid))
-            }
-        };
-
-        // Standard streams.
-        let stdin = if shared_fs {
-            match plan::stream_path(&self.job, "In") {
-                Some(p) => {
-                    Stdio::from(std::fs::File::open(iwd.join(&p)).map_err(|e| {
-                        Failure::retry(format!("cannot open standard input {p}: {e}"))
-                    })?)
-                }
-                None => Stdio::null(),
-            }
+        // The standard streams, opened with the job's rights: a path the
+        // owner may not open holds the job (HTCondor's codes 7 and 8).
+        let stdin_path = if shared_fs {
+            plan::stream_path(&self.job, "In").map(|p| iwd.join(p))
         } else {
-            match inputs.iter().find(|e| e.stdin) {
-                Some(e) => Stdio::from(std::fs::File::open(self.scratch.join(&e.path)).map_err(
-                    |err| Failure::retry(format!("cannot open standard input {}: {err}", e.path)),
-                )?),
-                None => Stdio::null(),
+            inputs
+                .iter()
+                .find(|e| e.stdin)
+                .map(|e| self.scratch.join(&e.path))
+        };
+        let out_path = |attr: &str, name: &str| {
+            plan::stream_path(&self.job, attr).map(|p| {
+                if shared_fs {
+                    iwd.join(p)
+                } else {
+                    self.scratch.join(name)
+                }
+            })
+        };
+        let (stdout_path, stderr_path) = (out_path("Out", STDOUT_NAME), out_path("Err", STDERR_NAME));
+        let streams = {
+            let (i, o, e) = (stdin_path.clone(), stdout_path.clone(), stderr_path.clone());
+            let open = move || -> Result<[Option<std::fs::File>; 3], (usize, std::io::Error)> {
+                let input = i
+                    .map(|p| std::fs::File::open(&p))
+                    .transpose()
+                    .map_err(|err| (0, err))?;
+                let create = |p: &Path| {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(p)
+                };
+                let out = o.as_deref().map(create).transpose().map_err(|err| (1, err))?;
+                let err = match (&e, &o) {
+                    // the same file for both: one description, as a shell
+                    // `>f 2>&1` would do
+                    (Some(pe), Some(po)) if pe == po => match &out {
+                        Some(f) => Some(f.try_clone().map_err(|err| (2, err))?),
+                        None => None,
+                    },
+                    _ => e.as_deref().map(create).transpose().map_err(|err| (2, err))?,
+                };
+                Ok([input, out, err])
+            };
+            match &self.account {
+                Some(a) => run_as_thread(a, open).map_err(|e| Failure::retry(e.to_string()))?,
+                None => open(),
             }
         };
-        let open_out = |attr: &str, name: &str| -> Result<Stdio, Failure> {
-            let Some(p) = plan::stream_path(&self.job, attr) else {
-                return Ok(Stdio::null());
-            };
-            let path = if shared_fs {
-                iwd.join(&p)
-            } else {
-                self.scratch.join(name)
-            };
-            let f = std::fs::File::create(&path)
-                .map_err(|e| Failure::retry(format!("cannot create {}: {e}", path.display())))?;
-            if let Some((uid, gid)) = ids {
-                let _ = std::os::unix::fs::chown(&path, Some(uid.as_raw()), Some(gid.as_raw()));
+        let [stdin, stdout, stderr] = match streams {
+            Ok(s) => s,
+            Err((which, err)) => {
+                let (code, path) = match which {
+                    0 => (HOLD_UNABLE_TO_OPEN_INPUT, &stdin_path),
+                    1 => (HOLD_UNABLE_TO_OPEN_OUTPUT, &stdout_path),
+                    _ => (HOLD_UNABLE_TO_OPEN_OUTPUT, &stderr_path),
+                };
+                let path = path.as_deref().unwrap_or(Path::new("?")).display().to_string();
+                let what = if which == 0 { "standard input" } else { "standard output or error" };
+                return Err(Failure::hold(
+                    code,
+                    format!("cannot open the job's {what} {path}: {err}"),
+                    &err,
+                ));
             }
-            Ok(Stdio::from(f))
         };
-        let stdout = open_out("Out", STDOUT_NAME)?;
-        let stderr = open_out("Err", STDERR_NAME)?;
-
-        if let Some((uid, gid)) = ids {
-            chown_tree(&self.scratch, uid.as_raw(), gid.as_raw());
-        }
+        let stdio = |f: Option<std::fs::File>| f.map(Stdio::from).unwrap_or_else(Stdio::null);
 
         let mut cmd = tokio::process::Command::new(&program);
         cmd.args(&args)
             .env_clear()
             .envs(env)
             .current_dir(&workdir)
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(stderr)
+            .stdin(stdio(stdin))
+            .stdout(stdio(stdout))
+            .stderr(stdio(stderr))
             .process_group(0)
             .kill_on_drop(false);
-        if let Some((uid, gid)) = ids {
-            cmd.uid(uid.as_raw()).gid(gid.as_raw());
-        }
         let execute = Path::new(&self.spec.execute_dir);
+        // Spawned from a thread that has become the job's account, so the
+        // job is born with the account's whole identity (uid, gid, groups,
+        // no capabilities) and enters its working directory with its own
+        // rights.
+        let runtime = tokio::runtime::Handle::current();
+        let account = self.account.clone();
+        let spawn = move || match &account {
+            None => cmd.spawn(),
+            Some(a) => run_as_thread(a, || {
+                let _entered = runtime.enter();
+                cmd.spawn()
+            })
+            .map_err(std::io::Error::other)
+            .and_then(|r| r),
+        };
         let (child, cgroup) = crate::cgroup::spawn_job(
             &self.settings.base_cgroup,
             execute,
             &self.slot_name,
-            &mut cmd,
+            spawn,
         )
         .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
         let pid = child
@@ -853,9 +971,16 @@ impl Starter<'_> {
 
     async fn send_output(&self, name: &str) -> Result<(), String> {
         let path = self.scratch.join(name);
-        let file = tokio::fs::File::open(&path)
+        // with the job's rights: a link to a file it may not read sends
+        // nothing
+        let p = path.clone();
+        let file = self
+            .as_user
+            .run_async(&self.rights(), move || std::fs::File::open(&p))
             .await
+            .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot open output {name}: {e}"))?;
+        let file = tokio::fs::File::from_std(file);
         let meta = file
             .metadata()
             .await
@@ -863,7 +988,7 @@ impl Starter<'_> {
         let header = OutputFileMeta {
             claim_id: self.spec.claim_id.clone(),
             name: name.to_string(),
-            mode: meta.mode() & 0o7777,
+            mode: meta.mode() & 0o777,
         };
         let header = serde_json::to_string(&header).map_err(|e| e.to_string())?;
         self.client
@@ -913,12 +1038,15 @@ fn outcome_of(status: ExitStatus) -> RunOutcome {
     }
 }
 
-/// Fetches every input entry into `scratch`.
+/// Fetches every input entry into `scratch`, each directory and file made
+/// with `rights` (the job's account).
 async fn fetch_inputs(
     client: &Client,
     claim_id: &str,
     scratch: &Path,
     inputs: &[skua_proto::InputEntry],
+    as_user: &AsUser,
+    rights: &Rights,
 ) -> Result<(), Failure> {
     for (index, entry) in inputs.iter().enumerate() {
         if !plan::is_safe_relative(&entry.path) {
@@ -928,43 +1056,7 @@ async fn fetch_inputs(
             )));
         }
         let path = scratch.join(&entry.path);
-        match entry.kind {
-            EntryKind::Dir => {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&path)
-                    .map_err(|e| {
-                        Failure::retry(format!("cannot create directory {}: {e}", entry.path))
-                    })?;
-            }
-            EntryKind::File => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        Failure::retry(format!(
-                            "cannot create the directory of {}: {e}",
-                            entry.path
-                        ))
-                    })?;
-                }
-                let mut file = tokio::fs::File::create(&path).await.map_err(|e| {
-                    Failure::retry(format!("cannot create input {}: {e}", entry.path))
-                })?;
-                let req = InputFileRequest {
-                    claim_id: claim_id.to_string(),
-                    index,
-                };
-                let n = client
-                    .download(&routes::SHADOW_INPUT_FILE, &req, &mut file)
-                    .await
-                    .map_err(|e| Failure::retry(format!("fetching input {}: {e}", entry.path)))?;
-                file.sync_all().await.map_err(|e| {
-                    Failure::retry(format!("cannot write input {}: {e}", entry.path))
-                })?;
-                tracing::debug!(file = %entry.path, bytes = n, "input fetched");
-            }
-        }
-        let mut mode = entry.mode & 0o7777;
+        let mut mode = entry.mode & 0o777;
         if mode == 0 {
             mode = if entry.kind == EntryKind::Dir {
                 0o755
@@ -978,8 +1070,52 @@ async fn fetch_inputs(
         if entry.kind == EntryKind::Dir {
             mode |= 0o700; // the starter still writes inside it
         }
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+        let (p, kind) = (path.clone(), entry.kind);
+        // the directories, and the file created new (never through a link)
+        let made = as_user
+            .run_async(rights, move || -> std::io::Result<Option<std::fs::File>> {
+                use std::os::unix::fs::OpenOptionsExt;
+                if kind == EntryKind::Dir {
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(&p)?;
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))?;
+                    return Ok(None);
+                }
+                if let Some(parent) = p.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&p)
+                    .map(Some)
+            })
+            .await
+            .map_err(|e| Failure::retry(e.to_string()))?
+            .map_err(|e| Failure::retry(format!("cannot create input {}: {e}", entry.path)))?;
+        let Some(file) = made else {
+            continue;
+        };
+        let mut file = tokio::fs::File::from_std(file);
+        let req = InputFileRequest {
+            claim_id: claim_id.to_string(),
+            index,
+        };
+        let n = client
+            .download(&routes::SHADOW_INPUT_FILE, &req, &mut file)
+            .await
+            .map_err(|e| Failure::retry(format!("fetching input {}: {e}", entry.path)))?;
+        file.sync_all()
+            .await
+            .map_err(|e| Failure::retry(format!("cannot write input {}: {e}", entry.path)))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .await
             .map_err(|e| Failure::retry(format!("cannot set the mode of {}: {e}", entry.path)))?;
+        tracing::debug!(file = %entry.path, bytes = n, "input fetched");
     }
     Ok(())
 }
@@ -1023,19 +1159,6 @@ fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
             Ok(m) if m.is_dir() => files_below(root, &child, out),
             Ok(m) if m.is_file() => out.push(child),
             _ => {}
-        }
-    }
-}
-
-fn chown_tree(path: &Path, uid: u32, gid: u32) {
-    let _ = std::os::unix::fs::lchown(path, Some(uid), Some(gid));
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        if meta.is_dir() {
-            if let Ok(rd) = std::fs::read_dir(path) {
-                for e in rd.flatten() {
-                    chown_tree(&e.path(), uid, gid);
-                }
-            }
         }
     }
 }

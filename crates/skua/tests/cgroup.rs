@@ -43,7 +43,8 @@ fn escaping_job(pool: &Pool, work: &Path) {
         "executable = escape.sh\nshould_transfer_files = NO\nrequest_disk = 1024\nqueue\n",
     )
     .unwrap();
-    let out = pool.skua_in(work, &["submit", "job.sub"]);
+    common::user_dir(work);
+    let out = pool.skua_user_in(work, &["submit", "job.sub"]);
     assert!(
         out.status.success(),
         "{}",

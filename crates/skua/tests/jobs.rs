@@ -24,7 +24,8 @@ fn script(dir: &Path, name: &str, text: &str) {
 
 fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
     std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    common::user_dir(dir);
+    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
     assert!(
         out.status.success(),
         "submit failed: {}",
@@ -364,11 +365,11 @@ fn usage_is_measured_and_a_missing_output_holds_the_job() {
     // (as root the job runs as `nobody`: the log goes where anyone writes)
     std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
     // a couple of seconds of the shell's own CPU (HTCondor counts whole
-    // seconds)
+    // seconds; a fast machine counts to a million in half a second of it)
     script(
         &work,
         "burn.sh",
-        "#!/bin/sh\ni=0\nwhile [ $i -lt 1000000 ]; do i=$((i+1)); done\necho $i > made.txt\n",
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 2000000 ]; do i=$((i+1)); done\necho $i > made.txt\n",
     );
     let burn = submit(
         &pool,

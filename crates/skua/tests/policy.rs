@@ -57,7 +57,8 @@ fn set_owner(file: &Path, idle: i64, load: f64) {
 
 fn submit(pool: &Pool, dir: &Path, text: &str) {
     std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    common::user_dir(dir);
+    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
     assert!(
         out.status.success(),
         "submit failed: {}",

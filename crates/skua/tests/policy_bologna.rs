@@ -166,7 +166,8 @@ fn submit(
             .push(("_CONDOR_SUBMIT_SITE_DOMAIN".into(), format!("\"{d}\"")));
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = pool.skua_in(work, &refs);
+    common::user_dir(work);
+    let out = pool.skua_user_in(work, &refs);
     if domain.is_some() {
         pool.extra_env.pop();
     }

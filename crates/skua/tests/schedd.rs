@@ -26,13 +26,17 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn schedd_client(pool: &Pool) -> skua_net::Client {
+/// A client of the schedd speaking for the user of `token` (root may not
+/// submit), over TCP at the schedd's current address.
+fn schedd_client(pool: &Pool, token: &str) -> Option<skua_net::Client> {
+    let addr = std::fs::read_to_string(pool.dir.join("spool/.schedd_address")).ok()?;
+    let addr = addr.trim().trim_start_matches('<').trim_end_matches('>');
     skua_net::Client::new(
-        skua_net::Endpoint::Unix(pool.dir.join("lock/schedd.sock")),
-        None,
+        skua_net::Endpoint::Tcp(addr.parse().ok()?),
+        Some(token.to_string()),
         Duration::from_secs(10),
     )
-    .unwrap()
+    .ok()
 }
 
 fn wait_for_schedd(pool: &Pool) {
@@ -76,6 +80,7 @@ fn acknowledged_submissions_survive_sigkill_of_the_schedd() {
     pool.start();
     wait_for_schedd(&pool);
     let rt = runtime();
+    let token = std::fs::read_to_string(pool.user_token("crashtest")).unwrap();
 
     let mut acked: BTreeMap<u64, u32> = BTreeMap::new(); // attempt -> cluster
     let mut attempts = 0u64;
@@ -91,7 +96,10 @@ fn acknowledged_submissions_survive_sigkill_of_the_schedd() {
             next_kill = Instant::now() + Duration::from_millis(150 + rng.next() % 500);
         }
         attempts += 1;
-        let client = schedd_client(&pool);
+        let Some(client) = schedd_client(&pool, &token) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
         let reserved: Result<skua_proto::NewClusterReply, _> = rt.block_on(client.command(
             &skua_proto::routes::SCHEDD_NEW_CLUSTER,
             Some(&skua_proto::NewCluster {}),
@@ -164,7 +172,8 @@ fn submit(pool: &Pool, name: &str, text: &str) -> u32 {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(name);
     std::fs::write(&file, text).unwrap();
-    let out = pool.skua_in(&dir, &["submit", name]);
+    common::user_dir(&dir);
+    let out = pool.skua_user_in(&dir, &["submit", name]);
     assert!(
         out.status.success(),
         "skua submit {name}: {}",
@@ -261,7 +270,7 @@ fn every_queue_form_through_the_cli() {
         format!("{base}queue f matching *.nothing\n"),
     )
     .unwrap();
-    let out = pool.ok(&["submit", dir.join("none.sub").to_str().unwrap()]);
+    let out = pool.submit_in(&dir, "none.sub");
     assert!(out.contains("0 job(s)"), "{out}");
     // bad input: nothing is submitted, the message names the file and line
     let before = af(&pool, &["-af", "ClusterId"]).len();
@@ -270,7 +279,7 @@ fn every_queue_form_through_the_cli() {
         format!("{base}requirements = Memory >\nqueue\n"),
     )
     .unwrap();
-    let bad = pool.skua(&["submit", dir.join("bad.sub").to_str().unwrap()]);
+    let bad = pool.skua_user_in(&dir, &["submit", "bad.sub"]);
     assert!(!bad.status.success());
     let msg = String::from_utf8_lossy(&bad.stderr);
     assert!(
@@ -312,7 +321,7 @@ fn hold_release_remove_cycle_with_the_user_log() {
     );
     let out = pool.ok(&["hold", &format!("{c}.0"), "-reason", "waiting for data"]);
     assert!(out.contains(&format!("Job {c}.0 held")), "{out}");
-    let held = pool.ok(&["q", "-hold"]);
+    let held = pool.ok(&["q", "-hold", "-allusers"]);
     assert!(held.contains("waiting for data"), "{held}");
     // holding again is reported and changes nothing
     let again = pool.skua(&["hold", &format!("{c}.0")]);

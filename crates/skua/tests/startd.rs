@@ -350,6 +350,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
         job_ad: job_ad.into(),
         job_id: "1.0".into(),
         shadow_addr: "<127.0.0.1:1>".into(),
+        owner_ids: None,
     };
     let _: Ack = rt
         .block_on(client.command(&routes::STARTD_ACTIVATE, Some(&activate)))
@@ -518,6 +519,7 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
             job_ad: job_ad.into(),
             job_id: job_id.into(),
             shadow_addr: "<127.0.0.1:1>".into(),
+            owner_ids: None,
         };
         // the startd may not have read the done line yet: it says so
         wait_for("the activation", Duration::from_secs(10), || {
@@ -617,6 +619,7 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
                 job_ad: job_ad.into(),
                 job_id: "1.0".into(),
                 shadow_addr: "<127.0.0.1:1>".into(),
+                owner_ids: None,
             }),
         ))
         .unwrap();

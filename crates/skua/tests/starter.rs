@@ -207,6 +207,7 @@ impl World {
             shadow_addr: self.addr.clone(),
             execute_dir: self.execute.display().to_string(),
             max_vacate_secs,
+            owner_ids: None,
         };
         serde_json::to_string(&spec).unwrap() + "\n"
     }

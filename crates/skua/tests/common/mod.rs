@@ -20,6 +20,69 @@ pub struct Pool {
     pub extra_env: Vec<(String, String)>,
 }
 
+/// A local account the tests act as: root may not submit jobs, and a
+/// root pool runs each job as its owner.
+#[derive(Clone, Debug)]
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+fn is_root() -> bool {
+    String::from_utf8_lossy(&Command::new("id").arg("-u").output().expect("id").stdout).trim()
+        == "0"
+}
+
+/// The account `name` (created when missing, as a system account with no
+/// home and no login shell, and kept for later runs; creation is
+/// serialized across test processes by a lock file). `None` when the
+/// tests do not run as root: they then act as themselves.
+pub fn test_user(name: &str) -> Option<TestUser> {
+    if !is_root() {
+        return None;
+    }
+    let script = format!(
+        "id -u {name} >/dev/null 2>&1 || useradd --system --no-create-home \
+         --home-dir /nonexistent --shell /usr/sbin/nologin --user-group {name}"
+    );
+    let out = Command::new("flock")
+        .args(["/tmp/.skua-test-users.lock", "sh", "-c", &script])
+        .output()
+        .expect("run flock and useradd");
+    assert!(
+        out.status.success(),
+        "cannot create the test account {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").args([flag, name]).output().expect("id");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no {flag} for {name}"))
+    };
+    Some(TestUser {
+        name: name.to_string(),
+        uid: id("-u"),
+        gid: id("-g"),
+    })
+}
+
+/// The account the tests submit their jobs as.
+pub fn submitter() -> Option<TestUser> {
+    test_user("skuatest")
+}
+
+/// Makes `dir` (and its parents) and gives it to the submitting account,
+/// as a user's own working directory.
+pub fn user_dir(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("make the directory");
+    if let Some(u) = submitter() {
+        std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)).expect("chown the directory");
+    }
+}
+
 pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("skua-pool-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -60,6 +123,30 @@ impl Pool {
 
     pub fn config(&self) -> PathBuf {
         self.dir.join("skua_config")
+    }
+
+    /// Runs `skua` in `cwd` as the submitting account (as root when the
+    /// tests are not root: themselves).
+    pub fn skua_user_in(&self, cwd: &Path, args: &[&str]) -> Output {
+        let mut c = self.skua_command(cwd, args);
+        if let Some(u) = submitter() {
+            use std::os::unix::process::CommandExt;
+            c.uid(u.uid).gid(u.gid);
+        }
+        c.output().expect("run skua")
+    }
+
+    /// Submits the file `file` (relative to `cwd`) as the submitting
+    /// account; the output of a successful `skua submit`.
+    pub fn submit_in(&self, cwd: &Path, file: &str) -> String {
+        let out = self.skua_user_in(cwd, &["submit", file]);
+        assert!(
+            out.status.success(),
+            "skua submit {file} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     pub fn skua(&self, args: &[&str]) -> Output {
