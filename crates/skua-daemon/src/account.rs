@@ -375,7 +375,9 @@ mod tests {
         let svc = AsUser::new();
         let rights = Rights::User(Arc::new(nobody.clone()));
         let s = secret.clone();
-        let read = svc.run(&rights, move || std::fs::read_to_string(&s)).unwrap();
+        let read = svc
+            .run(&rights, move || std::fs::read_to_string(&s))
+            .unwrap();
         assert_eq!(
             read.unwrap_err().kind(),
             std::io::ErrorKind::PermissionDenied

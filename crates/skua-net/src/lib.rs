@@ -36,7 +36,8 @@ pub use identity::{
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
 pub use stream::{
-    file_response, open_file_response, receive_into, receive_file, receive_file_with_timeout, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
+    file_response, open_file_response, receive_file, receive_file_with_timeout, receive_into,
+    OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
 };
 pub use token::{
     issue_token, sign_claims, verify_token, SigningKey, TokenError, KEY_LEN, MAX_TOKEN_LEN,

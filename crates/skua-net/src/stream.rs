@@ -175,12 +175,7 @@ fn temp_path(dest: &Path) -> Result<PathBuf, ApiError> {
     Ok(dest.with_file_name(tmp_name))
 }
 
-async fn write_body(
-    body: Body,
-    tmp: &Path,
-    dest: &Path,
-    idle: Duration,
-) -> Result<u64, ApiError> {
+async fn write_body(body: Body, tmp: &Path, dest: &Path, idle: Duration) -> Result<u64, ApiError> {
     let io_err = |what: &str, p: &Path, e: io::Error| {
         ApiError::internal(format!("{what} {}: {e}", p.display()))
     };

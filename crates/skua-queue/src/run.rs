@@ -214,7 +214,10 @@ impl Queue {
                 hold_code,
                 hold_subcode,
                 permanent,
-            } => (reason.clone(), Some((*hold_code, *hold_subcode, *permanent))),
+            } => (
+                reason.clone(),
+                Some((*hold_code, *hold_subcode, *permanent)),
+            ),
         };
         p.set_str(id, LAST_VACATE_REASON, &reason);
         p.event(

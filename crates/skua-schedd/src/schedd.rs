@@ -840,5 +840,8 @@ fn project(ad: &ClassAd, projection: &[String]) -> String {
 
 /// A job's event log and its owner.
 fn log_and_owner(ad: &ClassAd) -> Option<(String, String)> {
-    Some((str_attr(ad, "UserLog")?, str_attr(ad, "Owner").unwrap_or_default()))
+    Some((
+        str_attr(ad, "UserLog")?,
+        str_attr(ad, "Owner").unwrap_or_default(),
+    ))
 }

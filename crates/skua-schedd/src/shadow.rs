@@ -546,8 +546,8 @@ pub(crate) async fn begin(
         run.job_ad.clone()
     };
     // the inputs are looked at with the owner's rights
-    let rights = owner_rights(&job_ad)
-        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    let rights =
+        owner_rights(&job_ad).map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
     let planned = st
         .shadows
         .as_user
@@ -638,7 +638,11 @@ fn input_failure(reason: String, error: Option<&std::io::Error>) -> ShadowFailur
 }
 
 /// The failure of an output transfer (hold code 12, the errno as subcode).
-fn output_failure(reason: String, error: Option<&std::io::Error>, permanent: bool) -> ShadowFailure {
+fn output_failure(
+    reason: String,
+    error: Option<&std::io::Error>,
+    permanent: bool,
+) -> ShadowFailure {
     ShadowFailure {
         reason: format!("transferring output files failed: {reason}"),
         code: i64::from(sandbox::HOLD_TRANSFER_OUTPUT_ERROR),
@@ -685,8 +689,8 @@ pub(crate) async fn output_file(
         (dest, run.job_ad.clone())
     };
     let claim = meta.claim_id.as_str();
-    let rights = owner_rights(&job_ad)
-        .map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
+    let rights =
+        owner_rights(&job_ad).map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
     // Everything with the owner's rights: the directories, a temporary file
     // beside the destination (never following a link), the rename over it.
     let as_user = st.shadows.as_user.clone();
@@ -699,19 +703,33 @@ pub(crate) async fn output_file(
         fail_run(
             &st,
             claim,
-            output_failure(format!("cannot write {}: {e}", dest.display()), Some(&e), true),
+            output_failure(
+                format!("cannot write {}: {e}", dest.display()),
+                Some(&e),
+                true,
+            ),
         )
     })?;
     let mut file = tokio::fs::File::from_std(file);
-    let received = skua_net::receive_into(body, &mut file, &dest, skua_net::RECEIVE_IDLE_TIMEOUT).await;
+    let received =
+        skua_net::receive_into(body, &mut file, &dest, skua_net::RECEIVE_IDLE_TIMEOUT).await;
     // the mode the job gave it, without set-user-id, set-group-id or
     // sticky bits: a file comes back as the owner's plain file
-    let mode = if meta.mode == 0 { 0o644 } else { meta.mode & 0o777 };
+    let mode = if meta.mode == 0 {
+        0o644
+    } else {
+        meta.mode & 0o777
+    };
     let stored = match received {
         Ok(_) => file
             .set_permissions(std::fs::Permissions::from_mode(mode))
             .await
-            .map_err(|e| (format!("cannot set the mode of {}: {e}", dest.display()), Some(e))),
+            .map_err(|e| {
+                (
+                    format!("cannot set the mode of {}: {e}", dest.display()),
+                    Some(e),
+                )
+            }),
         Err(e) => Err((e.to_string(), None)),
     };
     drop(file);
@@ -722,7 +740,12 @@ pub(crate) async fn output_file(
             .await
             .map_err(|e| (e.to_string(), None))
             .and_then(|r| {
-                r.map_err(|e| (format!("cannot rename into {}: {e}", dest.display()), Some(e)))
+                r.map_err(|e| {
+                    (
+                        format!("cannot rename into {}: {e}", dest.display()),
+                        Some(e),
+                    )
+                })
             }),
         Err(e) => Err(e),
     };
@@ -897,7 +920,7 @@ pub(crate) async fn exit(
             ),
             RunOutcome::Failed { reason, permanent } => {
                 let end = match failure {
-                        Some(f) => RunEnd::Failed {
+                    Some(f) => RunEnd::Failed {
                         reason: f.reason,
                         hold_code: f.code,
                         hold_subcode: f.subcode,

@@ -186,8 +186,10 @@ pub enum RunAs {
         /// The gid.
         gid: u32,
     },
-    /// The job cannot run here; why.
+    /// The job cannot run here (another host may run it); why.
     Refuse(String),
+    /// The job can run nowhere (it belongs to root); why.
+    Never(String),
 }
 
 /// What [`choose_user`] needs besides the ads.
@@ -211,14 +213,12 @@ pub struct UserFacts<'a> {
 /// `Owner`; an owner without an account here runs under the submit side's
 /// ids when `SOFT_UID_DOMAIN` is true and is refused otherwise. Another
 /// domain (or none) → `SLOT<N>_USER`, else `nobody`. Never root: a job
-/// owned by root, or with no owner, is refused.
+/// owned by root is refused for good, one with no owner here.
 pub fn choose_user(job: &ClassAd, slot: &ClassAd, facts: &UserFacts<'_>) -> RunAs {
     if !facts.is_root {
         return RunAs::Myself;
     }
-    let Some(owner) = string_attr(job, "Owner").filter(|o| !o.is_empty()) else {
-        return RunAs::Refuse("the job ad has no Owner".into());
-    };
+    let owner = string_attr(job, "Owner").filter(|o| !o.is_empty());
     let job_domain = string_attr(job, "UidDomain");
     let same_domain = match (&job_domain, string_attr(slot, "UidDomain")) {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(&b),
@@ -234,8 +234,11 @@ pub fn choose_user(job: &ClassAd, slot: &ClassAd, facts: &UserFacts<'_>) -> RunA
                 .to_string(),
         );
     }
+    let Some(owner) = owner else {
+        return RunAs::Refuse("the job ad has no Owner".into());
+    };
     if owner == "root" {
-        return RunAs::Refuse("refusing to run a job owned by root".into());
+        return RunAs::Never("refusing to run a job owned by root".into());
     }
     if facts.owner_exists {
         return RunAs::User(owner);
@@ -463,7 +466,10 @@ mod tests {
         let RunAs::Refuse(why) = choose_user(&job, &slot, &facts) else {
             panic!("an unknown owner must be refused without SOFT_UID_DOMAIN");
         };
-        assert!(why.contains("alice") && why.contains("SOFT_UID_DOMAIN"), "{why}");
+        assert!(
+            why.contains("alice") && why.contains("SOFT_UID_DOMAIN"),
+            "{why}"
+        );
         let soft = UserFacts {
             soft_uid_domain: true,
             ..facts.clone()
@@ -481,7 +487,10 @@ mod tests {
             owner_ids: None,
             ..soft.clone()
         };
-        assert!(matches!(choose_user(&job, &slot, &no_ids), RunAs::Refuse(_)));
+        assert!(matches!(
+            choose_user(&job, &slot, &no_ids),
+            RunAs::Refuse(_)
+        ));
         let zero = UserFacts {
             owner_ids: Some((0, 0)),
             ..soft
@@ -494,9 +503,15 @@ mod tests {
             owner_exists: true,
             ..UserFacts::default()
         };
-        assert!(matches!(choose_user(&rooted, &slot, &exists), RunAs::Refuse(_)));
+        assert!(matches!(
+            choose_user(&rooted, &slot, &exists),
+            RunAs::Never(_)
+        ));
         let ownerless = ad(r#"[ UidDomain = "d" ]"#);
-        assert!(matches!(choose_user(&ownerless, &slot, &exists), RunAs::Refuse(_)));
+        assert!(matches!(
+            choose_user(&ownerless, &slot, &exists),
+            RunAs::Refuse(_)
+        ));
     }
 
     #[test]

@@ -24,9 +24,9 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::plan::{self, RunAs, Stamp};
+use crate::usage::UsageMeter;
 use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
 use std::sync::Arc;
-use crate::usage::UsageMeter;
 
 /// What the starter was asked to do by a signal (or by the startd going
 /// away).
@@ -157,7 +157,11 @@ impl Settings {
             renice: ctx.knob("JOB_RENICE_INCREMENT")?,
             slot_user,
             base_cgroup: ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
-            soft_uid_domain: skua_daemon::context::knob_bool(&ctx.config, "SOFT_UID_DOMAIN", false)?,
+            soft_uid_domain: skua_daemon::context::knob_bool(
+                &ctx.config,
+                "SOFT_UID_DOMAIN",
+                false,
+            )?,
         })
     }
 }
@@ -614,13 +618,16 @@ impl Starter<'_> {
         let account = match plan::choose_user(&self.job, &self.slot, &facts) {
             RunAs::Myself => return Ok(None),
             RunAs::Refuse(why) => return Err(Failure::retry(why)),
+            RunAs::Never(why) => return Err(Failure::permanent(why)),
             RunAs::Ids { name, uid, gid } => Account {
                 name,
                 uid,
                 gid,
                 groups: vec![gid],
             },
-            RunAs::User(name) => Account::lookup(&name).map_err(|e| Failure::retry(e.to_string()))?,
+            RunAs::User(name) => {
+                Account::lookup(&name).map_err(|e| Failure::retry(e.to_string()))?
+            }
         };
         if account.is_root() {
             return Err(Failure::permanent(format!(
@@ -691,7 +698,8 @@ impl Starter<'_> {
                 }
             })
         };
-        let (stdout_path, stderr_path) = (out_path("Out", STDOUT_NAME), out_path("Err", STDERR_NAME));
+        let (stdout_path, stderr_path) =
+            (out_path("Out", STDOUT_NAME), out_path("Err", STDERR_NAME));
         let streams = {
             let (i, o, e) = (stdin_path.clone(), stdout_path.clone(), stderr_path.clone());
             let open = move || -> Result<[Option<std::fs::File>; 3], (usize, std::io::Error)> {
@@ -706,7 +714,11 @@ impl Starter<'_> {
                         .truncate(true)
                         .open(p)
                 };
-                let out = o.as_deref().map(create).transpose().map_err(|err| (1, err))?;
+                let out = o
+                    .as_deref()
+                    .map(create)
+                    .transpose()
+                    .map_err(|err| (1, err))?;
                 let err = match (&e, &o) {
                     // the same file for both: one description, as a shell
                     // `>f 2>&1` would do
@@ -714,7 +726,11 @@ impl Starter<'_> {
                         Some(f) => Some(f.try_clone().map_err(|err| (2, err))?),
                         None => None,
                     },
-                    _ => e.as_deref().map(create).transpose().map_err(|err| (2, err))?,
+                    _ => e
+                        .as_deref()
+                        .map(create)
+                        .transpose()
+                        .map_err(|err| (2, err))?,
                 };
                 Ok([input, out, err])
             };
@@ -731,8 +747,16 @@ impl Starter<'_> {
                     1 => (HOLD_UNABLE_TO_OPEN_OUTPUT, &stdout_path),
                     _ => (HOLD_UNABLE_TO_OPEN_OUTPUT, &stderr_path),
                 };
-                let path = path.as_deref().unwrap_or(Path::new("?")).display().to_string();
-                let what = if which == 0 { "standard input" } else { "standard output or error" };
+                let path = path
+                    .as_deref()
+                    .unwrap_or(Path::new("?"))
+                    .display()
+                    .to_string();
+                let what = if which == 0 {
+                    "standard input"
+                } else {
+                    "standard output or error"
+                };
                 return Err(Failure::hold(
                     code,
                     format!("cannot open the job's {what} {path}: {err}"),
@@ -768,13 +792,9 @@ impl Starter<'_> {
             .map_err(std::io::Error::other)
             .and_then(|r| r),
         };
-        let (child, cgroup) = crate::cgroup::spawn_job(
-            &self.settings.base_cgroup,
-            execute,
-            &self.slot_name,
-            spawn,
-        )
-        .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
+        let (child, cgroup) =
+            crate::cgroup::spawn_job(&self.settings.base_cgroup, execute, &self.slot_name, spawn)
+                .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
         let pid = child
             .id()
             .and_then(|p| i32::try_from(p).ok())

@@ -12,7 +12,9 @@ use std::time::Duration;
 use common::{job_pool, wait_for, Pool};
 
 fn start_pool(name: &str, cpus: &str, extra: &[(&'static str, &'static str)]) -> Pool {
-    job_pool(name, cpus, extra)
+    let mut env = vec![common::EXECUTE_IN_OTHER_UID_DOMAIN];
+    env.extend_from_slice(extra);
+    job_pool(name, cpus, &env)
 }
 
 /// The userprio row of `user` (its whitespace-separated fields).

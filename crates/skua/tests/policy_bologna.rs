@@ -381,8 +381,12 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
     let work = work_dir(&pool);
     set_owner(&owner, 100_000);
     let domain = pool.ok(&["config", "get", "UID_DOMAIN"]).trim().to_string();
-    // the outside user submits through a token of its own
-    let token_file = pool.user_token("outsider");
+    // the outside user submits through a token of its own (an account of
+    // its own too, when a root pool runs jobs as their owners)
+    let outside_name = common::test_user("skuatest-out")
+        .map(|u| u.name)
+        .unwrap_or_else(|| "outsider".into());
+    let token_file = pool.user_token(&outside_name);
     pool.extra_env
         .push(("SKUA_TOKEN_FILE".into(), token_file.display().to_string()));
     let out1 = submit(&mut pool, &work, "out1", "outside", 600, None);
@@ -394,7 +398,10 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
         format!("{}@{domain}", o.trim())
     };
     let outsider = owner_of(&pool, &out1);
-    assert!(outsider.starts_with("outsider@"), "{outsider}");
+    assert!(
+        outsider.starts_with(&format!("{outside_name}@")),
+        "{outsider}"
+    );
     wait_for(
         "two outside jobs on the short slots",
         Duration::from_secs(30),
@@ -409,10 +416,13 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
     );
     // 2: a short BB job arrives: one outside job is preempted for it,
     // though the outside user has by far the better priority
-    let local = format!(
-        "{}@{domain}",
-        pool.ok(&["config", "get", "USERNAME"]).trim()
-    );
+    let local = match common::submitter() {
+        Some(u) => format!("{}@{domain}", u.name),
+        None => format!(
+            "{}@{domain}",
+            pool.ok(&["config", "get", "USERNAME"]).trim()
+        ),
+    };
     pool.ok(&["userprio", "-setprio", &outsider, "0.5"]);
     pool.ok(&["userprio", "-setprio", &local, "1000"]);
     let short = submit(&mut pool, &work, "short", "short", 600, None);

@@ -19,6 +19,7 @@ fn start_pool(name: &str, extra: &[(&'static str, &'static str)]) -> Pool {
     let mut env = vec![
         ("_CONDOR_MAXJOBRETIREMENTTIME", "0"),
         ("_CONDOR_MACHINEMAXVACATETIME", "2"),
+        common::EXECUTE_IN_OTHER_UID_DOMAIN,
     ];
     env.extend_from_slice(extra);
     job_pool(name, "1", &env)

@@ -278,6 +278,11 @@ impl Drop for Pool {
     }
 }
 
+/// The startd in another UID domain than the schedd: every job runs as
+/// `nobody` there (HTCondor's rule), as the jobs of the tests' invented
+/// users (alice@test...) must, having no account on this host.
+pub const EXECUTE_IN_OTHER_UID_DOMAIN: (&str, &str) = ("_CONDOR_STARTD.UID_DOMAIN", "execute.test");
+
 pub fn fast() -> Vec<(&'static str, &'static str)> {
     vec![
         ("_CONDOR_UPDATE_INTERVAL", "1"),
