@@ -3,6 +3,8 @@
 //! linear time, not exponential), every evaluation has a work budget whose
 //! exhaustion makes it ERROR, and remembering never changes a result.
 
+#![allow(clippy::unwrap_used)]
+
 use classad::{parse_ad, parse_expr, rank, symmetric_match, ClassAd, Evaluator, Value};
 
 fn ad(text: &str) -> ClassAd {
