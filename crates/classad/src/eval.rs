@@ -14,6 +14,8 @@
 //! inherited expression is evaluated in the child's frame, as HTCondor
 //! does.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use crate::ad::ClassAd;
@@ -30,6 +32,21 @@ const MAX_ATTR_DEPTH: u32 = 1000;
 /// Limit on nested evaluation of any kind (trees are at most 1000 deep, and
 /// at most 1000 attribute references nest them).
 const MAX_EVAL_NESTING: u32 = 10_000;
+
+/// The default work budget of one evaluation, in steps (see
+/// [`Evaluator::set_step_limit`]). A step is one expression node evaluated;
+/// a string value costs one more step per 16 bytes and a list value one
+/// more per element each time a node yields it. Real policy expressions
+/// and matches take a few hundred steps; a million takes some tens of
+/// milliseconds.
+pub const DEFAULT_STEP_LIMIT: u64 = 1_000_000;
+
+/// Bytes of string per step charged for a string value.
+const BYTES_PER_STEP: usize = 16;
+
+/// Memoised attribute values kept in a plain vector up to this many;
+/// beyond, in a hash map.
+const MEMO_LINEAR: usize = 16;
 
 /// Evaluation options. The clock, the time zone and the random seed are
 /// inputs: the evaluator never reads them from the system.
@@ -175,11 +192,113 @@ const RCTX: FrameId = 2;
 const LEFT: FrameId = 3;
 const RIGHT: FrameId = 4;
 
+/// The identity of one attribute evaluation: the expression (by address:
+/// it lives in an ad some frame keeps alive for the whole evaluation), the
+/// frame it is evaluated in and the root scope in force.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct MemoKey {
+    expr: usize,
+    frame: FrameId,
+    root: Option<FrameId>,
+}
+
+impl Hash for MemoKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let root = self.root.map_or(0, |r| r as u64 + 1);
+        let x = (self.expr as u64)
+            ^ ((self.frame as u64) << 40).rotate_left(7)
+            ^ root.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        state.write_u64(x);
+    }
+}
+
+#[derive(Default)]
+struct MemoHasher(u64);
+impl Hasher for MemoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (i ^ (i >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    }
+}
+
+/// Attribute values computed during the current evaluation.
+#[derive(Default)]
+struct Memo {
+    small: Vec<(MemoKey, Val)>,
+    map: HashMap<MemoKey, Val, BuildHasherDefault<MemoHasher>>,
+}
+
+impl Memo {
+    #[inline]
+    fn get(&self, key: &MemoKey) -> Option<&Val> {
+        if self.map.is_empty() {
+            self.small.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        } else {
+            self.map.get(key)
+        }
+    }
+
+    fn insert(&mut self, key: MemoKey, v: Val) {
+        if self.map.is_empty() {
+            if self.small.len() < MEMO_LINEAR {
+                self.small.push((key, v));
+                return;
+            }
+            self.map.extend(self.small.drain(..));
+        }
+        self.map.insert(key, v);
+    }
+
+    fn clear(&mut self) {
+        self.small.clear();
+        if self.map.capacity() > 4096 {
+            self.map = HashMap::default();
+        } else {
+            self.map.clear();
+        }
+    }
+}
+
 /// Evaluates expressions. Reusable: buffers are kept between evaluations.
+///
+/// # Cost
+///
+/// Within one evaluation (one call of [`eval`](Evaluator::eval),
+/// [`eval_attr`](Evaluator::eval_attr) or one match), the value of each
+/// attribute is computed once per scope and remembered, as HTCondor's
+/// library does: ads whose attributes refer to each other many times
+/// (`a0 = a1 + a1; a1 = a2 + a2; ...`) cost time linear in their size,
+/// not exponential. Every evaluation also has a work budget
+/// ([`DEFAULT_STEP_LIMIT`] steps unless [`set_step_limit`]
+/// (Evaluator::set_step_limit) says otherwise); an evaluation that runs out
+/// of it stops at once and its value is ERROR, like one that nests too
+/// deeply.
 pub struct Evaluator {
     pub(crate) frames: Vec<Frame>,
     pub(crate) root: Option<FrameId>,
-    pub(crate) in_progress: Vec<usize>,
+    /// Attributes being evaluated (by expression address), with the
+    /// number of cycle hits when each started.
+    in_progress: Vec<(usize, u64)>,
+    /// How many times a cycle was found (an attribute needed while its
+    /// own value was being computed). A value whose computation met a
+    /// cycle depends on what was in progress and is not remembered.
+    cycle_hits: u64,
+    memo: Memo,
+    /// Whether values are remembered (always, except in tests comparing
+    /// against plain evaluation).
+    memoise: bool,
+    /// Work done in this evaluation, and the budget.
+    steps: u64,
+    step_limit: u64,
+    /// The budget ran out: the whole evaluation is ERROR.
+    exhausted: bool,
     attr_depth: u32,
     pub(crate) failed: bool,
     pub(crate) matching: bool,
@@ -204,6 +323,12 @@ impl Evaluator {
             frames: Vec::new(),
             root: None,
             in_progress: Vec::new(),
+            cycle_hits: 0,
+            memo: Memo::default(),
+            memoise: true,
+            steps: 0,
+            step_limit: DEFAULT_STEP_LIMIT,
+            exhausted: false,
             attr_depth: 0,
             failed: false,
             matching: false,
@@ -222,9 +347,43 @@ impl Evaluator {
         self.opts = opts;
     }
 
+    /// Sets the work budget of each evaluation, in steps (see
+    /// [`DEFAULT_STEP_LIMIT`]); an evaluation that needs more is ERROR.
+    pub fn set_step_limit(&mut self, steps: u64) {
+        self.step_limit = steps;
+    }
+
+    /// The work budget of each evaluation, in steps.
+    pub fn step_limit(&self) -> u64 {
+        self.step_limit
+    }
+
+    /// Whether the last evaluation ran out of its work budget (its value
+    /// was then ERROR).
+    pub fn budget_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Turns the remembering of attribute values off or on: for tests
+    /// that check it never changes a result. Without it, evaluation can
+    /// take time exponential in the size of the ads.
+    #[doc(hidden)]
+    pub fn set_memoisation(&mut self, on: bool) {
+        self.memoise = on;
+    }
+
+    /// Steps the last evaluation took.
+    pub fn steps_taken(&self) -> u64 {
+        self.steps
+    }
+
     fn reset(&mut self) {
         self.frames.clear();
         self.in_progress.clear();
+        self.cycle_hits = 0;
+        self.memo.clear();
+        self.steps = 0;
+        self.exhausted = false;
         self.attr_depth = 0;
         self.nesting = 0;
         self.failed = false;
@@ -334,7 +493,7 @@ impl Evaluator {
         self.setup(Some(left), Some(right));
         self.running = true;
         let side = |ev: &mut Evaluator, frame: FrameId, sym: Sym| {
-            ev.failed = false;
+            ev.failed = ev.exhausted;
             ev.in_progress.clear();
             ev.attr_depth = 0;
             let v = match ev.frame_lookup(frame, sym) {
@@ -350,7 +509,7 @@ impl Evaluator {
     }
 
     fn finish(&mut self, v: Val) -> Value {
-        if self.failed {
+        if self.failed || self.exhausted {
             return Value::Error;
         }
         self.to_value(v)
@@ -388,6 +547,28 @@ impl Evaluator {
     pub(crate) fn fail(&mut self) -> Val {
         self.failed = true;
         Val::Error
+    }
+
+    /// Charges `steps` of work to the budget; false (and the evaluation
+    /// failed for good) when it is used up.
+    #[inline]
+    pub(crate) fn charge(&mut self, steps: u64) -> bool {
+        self.steps = self.steps.saturating_add(steps);
+        if self.steps > self.step_limit {
+            self.exhausted = true;
+            self.failed = true;
+            return false;
+        }
+        !self.exhausted
+    }
+
+    /// Bytes of string output that the rest of the budget allows (for
+    /// builtins whose output can be much larger than their inputs).
+    pub(crate) fn byte_allowance(&self) -> usize {
+        let left = self.step_limit.saturating_sub(self.steps);
+        usize::try_from(left)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(BYTES_PER_STEP)
     }
 
     pub(crate) fn now(&self) -> f64 {
@@ -508,15 +689,35 @@ impl Evaluator {
             return lit(v);
         }
         let key = e.0 as usize;
-        if self.in_progress.contains(&key) {
+        let memo_key = MemoKey {
+            expr: key,
+            frame,
+            root: self.root,
+        };
+        // A remembered value is the value a fresh computation would give
+        // unless a cycle was met since the outermost attribute in
+        // progress started (then what is in progress can matter).
+        let clean = self.memoise
+            && self
+                .in_progress
+                .first()
+                .is_none_or(|&(_, hits)| hits == self.cycle_hits);
+        if clean {
+            if let Some(v) = self.memo.get(&memo_key) {
+                return v.clone();
+            }
+        }
+        if self.in_progress.iter().any(|&(k, _)| k == key) {
             // A cycle: the reference library yields UNDEFINED.
+            self.cycle_hits += 1;
             return Val::Undefined;
         }
         if self.attr_depth >= MAX_ATTR_DEPTH {
             return self.fail();
         }
         self.attr_depth += 1;
-        self.in_progress.push(key);
+        let hits_before = self.cycle_hits;
+        self.in_progress.push((key, hits_before));
         let expr = e.get();
         // Attribute chains can nest deeply; grow the stack on demand (checked
         // every few levels: the check is not free).
@@ -529,6 +730,12 @@ impl Evaluator {
         };
         self.in_progress.pop();
         self.attr_depth -= 1;
+        // Remember values computed without meeting a cycle or a failure
+        // (a failure makes the whole evaluation ERROR anyway, unless a
+        // builtin contains it, and then it must happen again).
+        if self.memoise && self.cycle_hits == hits_before && !self.failed {
+            self.memo.insert(memo_key, v.clone());
+        }
         v
     }
 
@@ -592,7 +799,12 @@ impl Evaluator {
 
     /// Sets the alternate scope of frame `f`.
     pub(crate) fn set_frame_alt(&mut self, f: FrameId, alt: Option<FrameId>) {
-        self.frames[f as usize].alt = alt;
+        if self.frames[f as usize].alt != alt {
+            // Values remembered so far may have looked names up through
+            // the old alternate scope.
+            self.memo.clear();
+            self.frames[f as usize].alt = alt;
+        }
     }
 
     pub(crate) fn frame_parent(&self, f: FrameId) -> Option<FrameId> {
@@ -646,6 +858,13 @@ impl Evaluator {
             // fails instead of exhausting memory.
             return self.fail();
         }
+        // The work budget: one step per node, plus the size of what the
+        // node yields (below).
+        self.steps += 1;
+        if self.steps > self.step_limit || self.exhausted {
+            self.exhausted = true;
+            return self.fail();
+        }
         self.nesting += 1;
         let v = if self.nesting.is_multiple_of(8) {
             stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_node(e, cur))
@@ -653,6 +872,14 @@ impl Evaluator {
             self.eval_node(e, cur)
         };
         self.nesting -= 1;
+        let size = match &v {
+            Val::Str(s) => s.len() / BYTES_PER_STEP,
+            Val::List(items, _) => items.len(),
+            _ => 0,
+        };
+        if size > 0 && !self.charge(size as u64) {
+            return Val::Error;
+        }
         v
     }
 

@@ -412,6 +412,29 @@ fn evaluate_everywhere(e: &Expr, my: &ClassAd, target: &ClassAd) {
     }
 }
 
+/// Every value `evaluate_everywhere` computes, printed, with or without
+/// remembering attribute values.
+fn values_everywhere(e: &Expr, my: &ClassAd, target: &ClassAd, memo: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for strict in [false, true] {
+        let mut ev = Evaluator::new(EvalOptions {
+            strict,
+            now: 1_700_000_000.0,
+            ..EvalOptions::default()
+        });
+        ev.set_memoisation(memo);
+        out.push(ev.eval(e, Some(my), None).to_string());
+        out.push(ev.eval(e, Some(my), Some(target)).to_string());
+        out.push(ev.eval(e, Some(target), Some(my)).to_string());
+        for name in NAMES {
+            out.push(ev.eval_attr(name, my, Some(target)).to_string());
+        }
+        out.push(symmetric_match(&mut ev, my, target).matched.to_string());
+        out.push(rank(&mut ev, target, my).to_string());
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // Token soups (mostly invalid input close to valid)
 // ---------------------------------------------------------------------------
@@ -667,6 +690,27 @@ proptest! {
         outer.insert("nest", Expr::Ad(inner));
         outer.insert("z", e);
         evaluate_everywhere(&Expr::Attr("z".into()), &outer, &target);
+    }
+
+    /// Remembering attribute values within an evaluation never changes a
+    /// result: MY and TARGET, nested ads, parent scopes, cycles.
+    #[test]
+    fn remembering_never_changes_a_value(
+        (text, e) in parsed_expr(),
+        my_extra in extra_attrs(),
+        target_extra in extra_attrs(),
+    ) {
+        // `random()` is the one builtin whose value differs per call.
+        prop_assume!(!text.to_ascii_lowercase().contains("random")
+            && !my_extra.iter().chain(&target_extra)
+                .any(|(_, t)| t.to_ascii_lowercase().contains("random")));
+        let my = with_attrs(base_ad(MY_AD), &my_extra);
+        let target = with_attrs(base_ad(TARGET_AD), &target_extra);
+        prop_assert_eq!(
+            values_everywhere(&e, &my, &target, true),
+            values_everywhere(&e, &my, &target, false),
+            "expression {:?}", text
+        );
     }
 
     /// The expression parser never panics on arbitrary bytes.

@@ -18,7 +18,7 @@ use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query, QueryReply};
 use tokio::sync::watch;
 
-use crate::store::{AdStore, AdType, StoreConfig, TypeFilter};
+use crate::store::{select_ads, AdStore, AdType, StoreConfig, TypeFilter};
 
 type Shared = Arc<Mutex<AdStore>>;
 
@@ -76,7 +76,22 @@ async fn query(
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("constraint: {e}")))?;
     let filter = TypeFilter::parse(&q.ad_type);
-    let ads = lock(&store).query(&filter, constraint.as_ref(), &q.projection, now_secs());
+    // Under the lock only the shared handles of the candidate ads; the
+    // constraint (any user expression) is evaluated outside it, on a
+    // blocking thread, and stops if the request is given up.
+    let (candidates, opts) = {
+        let s = lock(&store);
+        (s.candidates(&filter), s.eval_options(now_secs()))
+    };
+    let projection = q.projection;
+    let ads = skua_daemon::work::off_thread(move |cancel| {
+        select_ads(&candidates, constraint.as_ref(), &projection, opts, || {
+            cancel.is_cancelled()
+        })
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("{e:#}")))?
+    .ok_or_else(|| ApiError::internal("the query was cancelled"))?;
     Ok(Json(QueryReply {
         ads: ads.iter().map(classad::unparse_ad).collect(),
     }))

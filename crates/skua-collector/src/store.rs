@@ -369,7 +369,8 @@ impl AdStore {
         self.config.default_lifetime = lifetime;
     }
 
-    fn eval_options(&self, now: i64) -> EvalOptions {
+    /// The options constraints are evaluated with at `now`.
+    pub fn eval_options(&self, now: i64) -> EvalOptions {
         EvalOptions {
             strict: self.config.strict,
             now: now as f64,
@@ -532,16 +533,24 @@ impl AdStore {
         projection: &[String],
         now: i64,
     ) -> Vec<ClassAd> {
-        let syms: Vec<Sym> = projection.iter().map(|p| intern(p)).collect();
-        let mut out = Vec::new();
-        self.select(filter, constraint, now, |ad| {
-            out.push(if syms.is_empty() {
-                ad.clone()
-            } else {
-                project(ad, &syms)
-            })
-        });
-        out
+        let ads = self.candidates(filter);
+        select_ads(&ads, constraint, projection, self.eval_options(now), || {
+            false
+        })
+        .unwrap_or_default()
+    }
+
+    /// The ads of the filtered types (shared handles), in the store's
+    /// order: what [`select_ads`] picks from. Taking them is cheap, so a
+    /// daemon can evaluate a constraint without holding the store.
+    pub fn candidates(&self, filter: &TypeFilter) -> Vec<ClassAd> {
+        let tables: Box<dyn Iterator<Item = &Table>> = match filter {
+            TypeFilter::Any => Box::new(self.tables.values()),
+            TypeFilter::Only(t) => Box::new(self.tables.get(t).into_iter()),
+        };
+        tables
+            .flat_map(|t| t.entries.iter().map(|e| e.ad.clone()))
+            .collect()
     }
 
     /// The number of ads [`AdStore::query`] would return.
@@ -665,6 +674,44 @@ fn sequence_gap(old: &ClassAd, new: &ClassAd, names: &Names, opts: EvalOptions) 
 }
 
 /// A copy of `ad` with only the attributes whose symbols are in `syms`.
+/// The ads of `ads` whose `constraint` (evaluated with each ad as MY and
+/// `opts`) is true, projected as [`AdStore::query`] describes. `stop` is
+/// asked between ads; `None` when it stopped the work.
+pub fn select_ads(
+    ads: &[ClassAd],
+    constraint: Option<&Expr>,
+    projection: &[String],
+    opts: EvalOptions,
+    mut stop: impl FnMut() -> bool,
+) -> Option<Vec<ClassAd>> {
+    // A literal constraint decides for every ad at once.
+    let constraint = match constraint {
+        Some(Expr::Lit(v)) if !v.is_true() => return Some(Vec::new()),
+        Some(Expr::Lit(_)) | None => None,
+        Some(e) => Some(e),
+    };
+    let syms: Vec<Sym> = projection.iter().map(|p| intern(p)).collect();
+    let mut ev = Evaluator::new(opts);
+    let mut out = Vec::new();
+    for ad in ads {
+        if constraint.is_some() && stop() {
+            return None;
+        }
+        let selected = match constraint {
+            None => true,
+            Some(c) => ev.eval(c, Some(ad), None).is_true(),
+        };
+        if selected {
+            out.push(if syms.is_empty() {
+                ad.clone()
+            } else {
+                project(ad, &syms)
+            });
+        }
+    }
+    Some(out)
+}
+
 fn project(ad: &ClassAd, syms: &[Sym]) -> ClassAd {
     let mut out = ClassAd::new();
     for (n, e) in ad.iter() {

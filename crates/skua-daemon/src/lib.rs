@@ -16,6 +16,7 @@ pub mod context;
 pub mod logging;
 pub mod security;
 pub mod system_config;
+pub mod work;
 
 pub use address::{
     collector_host_uses_address_file, format_address_file, parse_address_file, read_address_file,

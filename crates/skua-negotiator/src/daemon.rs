@@ -362,7 +362,15 @@ async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStat
         policy,
         priorities,
     };
-    let outcome = negotiate(&input, &mut ev);
+    // Matchmaking evaluates user expressions (requirements and ranks of
+    // jobs and slots): on a blocking thread, so the daemon's other work
+    // (requests, timers) goes on meanwhile.
+    let (input, outcome) = tokio::task::spawn_blocking(move || {
+        let outcome = negotiate(&input, &mut ev);
+        (input, outcome)
+    })
+    .await
+    .context("the matchmaking task failed")?;
     stats.rejected = outcome.unmatched.iter().map(|u| u.count as usize).sum();
     stats.spins = outcome.spins;
     stats.candidate_slots = outcome.candidate_slots;

@@ -61,7 +61,7 @@ use std::str::FromStr;
 pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};
 pub use plan::{Action, ActionReport, Actor, Outcome, ReportEntry, Selector, Target};
-pub use policy::{ExitInfo, SystemPolicy};
+pub use policy::{periodic_decisions, ExitInfo, PeriodicDecision, SystemPolicy};
 pub use queue::{int_attr, str_attr, Queue, SubmitterCounts};
 pub use run::RunEnd;
 pub use userlog::Rusage;

@@ -78,11 +78,51 @@ enum Kind {
 
 /// A fired policy expression.
 #[derive(Clone, Debug, PartialEq)]
-struct Fired {
+pub(crate) struct Fired {
     kind: Kind,
     code: i64,
     subcode: i64,
     reason: String,
+}
+
+/// A periodic policy expression that fired for a job, found by
+/// [`periodic_decisions`].
+#[derive(Clone, Debug)]
+pub struct PeriodicDecision {
+    id: JobId,
+    /// The job ad the expressions were evaluated in.
+    ad: ClassAd,
+    fired: Fired,
+}
+
+/// Evaluates the periodic policy of each job of `jobs` at `now` (the pure
+/// half of [`Queue::plan_periodic`]); `stop` is asked between jobs and
+/// ends the work early when it says so.
+pub fn periodic_decisions(
+    ev: &mut Evaluator,
+    now: i64,
+    system: &SystemPolicy,
+    jobs: &[(JobId, ClassAd)],
+    mut stop: impl FnMut() -> bool,
+) -> Vec<PeriodicDecision> {
+    let clock = Clock::set(ev, now);
+    let mut out = Vec::new();
+    for (id, ad) in jobs {
+        if stop() {
+            break;
+        }
+        if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
+            continue;
+        }
+        if let Some(fired) = periodic(clock.ev, ad, system) {
+            out.push(PeriodicDecision {
+                id: *id,
+                ad: ad.clone(),
+                fired,
+            });
+        }
+    }
+    out
 }
 
 /// The job policy check `X` of the job itself.
@@ -268,6 +308,30 @@ impl Queue {
             .iter()
             .filter_map(|id| self.jobs.get(id).map(|ad| (*id, ad)));
         self.plan_periodic_of(ev, now, system, jobs)
+    }
+
+    /// The periodic policy in two halves, so that the expressions can be
+    /// evaluated without holding the queue: [`periodic_decisions`] on a
+    /// snapshot of the job ads ([`Queue::job_snapshot`]), then this plan,
+    /// which carries out the decisions whose job ad is still the one that
+    /// was evaluated (a job changed meanwhile waits for the next round).
+    pub fn plan_periodic_decided(&self, decisions: &[PeriodicDecision], now: i64) -> Txn {
+        let mut p = Planner::new(self);
+        for d in decisions {
+            let Some(ad) = self.jobs.get(&d.id) else {
+                continue;
+            };
+            if !ad.same_ad(&d.ad) {
+                continue;
+            }
+            carry_out(&mut p, d.id, ad, &d.fired, now, false);
+        }
+        p.finish()
+    }
+
+    /// Every job ad (a cheap shared handle each), in job-id order.
+    pub fn job_snapshot(&self) -> Vec<(JobId, ClassAd)> {
+        self.jobs().map(|(id, ad)| (id, ad.clone())).collect()
     }
 
     fn plan_periodic_of<'a>(

@@ -54,6 +54,21 @@ fn api_error(e: ScheddError) -> ApiError {
     }
 }
 
+/// One pass of the periodic policy: the job ads are taken under the lock,
+/// their expressions evaluated outside it (other requests go on
+/// meanwhile), and the decisions carried out under it again.
+async fn periodic_policy(st: &Shared) -> Result<usize, ApiError> {
+    let (jobs, policy) = with_schedd(st, |s| Ok(s.periodic_snapshot())).await?;
+    let now = now_secs();
+    let decisions = skua_daemon::work::off_thread(move |cancel| {
+        let mut ev = classad::Evaluator::default();
+        skua_queue::periodic_decisions(&mut ev, now, &policy, &jobs, || cancel.is_cancelled())
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    with_schedd(st, move |s| s.apply_periodic(&decisions, now)).await
+}
+
 /// Runs `f` on the schedd in a blocking task (SQLite commits wait for the
 /// disk).
 pub(crate) async fn with_schedd<T: Send + 'static>(
@@ -202,24 +217,40 @@ async fn query(
     State(st): State<Shared>,
     Json(q): Json<JobQuery>,
 ) -> Result<Json<JobQueryReply>, ApiError> {
-    let filter = query_filter(&q.selector)?;
-    let reply = with_schedd(&st, move |s| {
-        let now = now_secs();
-        let mut reply = JobQueryReply {
-            status_counts: s.status_counts(),
-            ..JobQueryReply::default()
-        };
-        if q.summary {
-            reply.batches = s.batches(&filter, now);
-        } else {
-            reply.ads = s.query(&filter, &q.projection, now);
-            if let Some(n) = q.limit {
-                reply.ads.truncate(n);
-            }
-        }
-        Ok(reply)
+    let mut filter = query_filter(&q.selector)?;
+    let constraint = filter.constraint.take();
+    // Under the lock only the snapshot (shared handles to the named jobs'
+    // ads); the constraint, which may be any user expression, is evaluated
+    // outside it, and stops if the request is given up.
+    let (jobs, status_counts) =
+        with_schedd(&st, move |s| Ok((s.candidates(&filter), s.status_counts()))).await?;
+    let now = now_secs();
+    let selected = skua_daemon::work::off_thread(move |cancel| {
+        crate::schedd::select_jobs(jobs, constraint.as_ref(), now, || cancel.is_cancelled())
     })
-    .await?;
+    .await
+    .map_err(|e| ApiError::internal(format!("{e:#}")))?
+    .ok_or_else(|| ApiError::internal("the query was cancelled"))?;
+    let mut reply = JobQueryReply {
+        status_counts,
+        ..JobQueryReply::default()
+    };
+    if q.summary {
+        let ids: Vec<JobId> = selected.iter().map(|(id, _)| *id).collect();
+        reply.batches = with_schedd(&st, move |s| Ok(s.batches_of(&ids))).await?;
+    } else {
+        let limit = q.limit.unwrap_or(usize::MAX);
+        let projection = q.projection;
+        reply.ads = tokio::task::spawn_blocking(move || {
+            selected
+                .iter()
+                .take(limit)
+                .map(|(_, ad)| crate::schedd::project(ad, &projection))
+                .collect()
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("query task failed: {e}")))?;
+    }
     Ok(Json(reply))
 }
 
@@ -552,8 +583,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         let mut ask = false;
         tokio::select! {
             _ = periodic_tick.tick(), if !periodic.is_zero() => {
-                let st = shared.clone();
-                match with_schedd(&st, |s| s.periodic(now_secs())).await {
+                match periodic_policy(&shared).await {
                     Ok(0) => {}
                     Ok(n) => {
                         tracing::info!("periodic policy: {n} change(s)");

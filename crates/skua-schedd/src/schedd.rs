@@ -438,15 +438,48 @@ impl Schedd {
     }
 
     /// Evaluates the periodic policy of every job; returns how many
-    /// mutations it committed.
+    /// mutations it committed. (The daemon does the same in three steps,
+    /// evaluating outside the lock: [`Schedd::periodic_snapshot`],
+    /// [`skua_queue::periodic_decisions`], [`Schedd::apply_periodic`].)
     pub fn periodic(&mut self, now: i64) -> Result<usize, ScheddError> {
-        let policy = self.settings.system_policy.clone();
+        let (jobs, policy) = self.periodic_snapshot();
         let mut ev = self.take_evaluator(now);
-        let txn = self.queue.plan_periodic(&mut ev, now, &policy);
+        let decisions = skua_queue::periodic_decisions(&mut ev, now, &policy, &jobs, || false);
         self.ev = ev;
+        self.apply_periodic(&decisions, now)
+    }
+
+    /// Every job ad (shared handles) and the system policy: what the
+    /// periodic policy is evaluated on.
+    pub fn periodic_snapshot(&self) -> (Vec<(JobId, ClassAd)>, SystemPolicy) {
+        (
+            self.queue.job_snapshot(),
+            self.settings.system_policy.clone(),
+        )
+    }
+
+    /// Carries out periodic decisions made on a snapshot (those whose job
+    /// did not change meanwhile); returns how many mutations it committed.
+    pub fn apply_periodic(
+        &mut self,
+        decisions: &[skua_queue::PeriodicDecision],
+        now: i64,
+    ) -> Result<usize, ScheddError> {
+        let txn = self.queue.plan_periodic_decided(decisions, now);
         let n = txn.mutations.len();
         self.commit(txn, now)?;
         Ok(n)
+    }
+
+    /// The jobs the named parts of `filter` (ids, clusters, owners) select,
+    /// as shared handles, in job-id order; its constraint is not
+    /// evaluated (see [`select_jobs`]).
+    pub fn candidates(&self, filter: &JobFilter) -> Vec<(JobId, ClassAd)> {
+        self.queue
+            .jobs()
+            .filter(|(id, ad)| filter.named(*id, ad))
+            .map(|(id, ad)| (id, ad.clone()))
+            .collect()
     }
 
     /// Jobs matching `filter`, projected, in job-id order.
@@ -462,20 +495,34 @@ impl Schedd {
         out
     }
 
-    /// condor_q's batch view of the jobs matching `filter`: one row per
-    /// owner and batch (`JobBatchName`, else the cluster), in order of
-    /// their first job.
+    /// condor_q's batch view of the jobs matching `filter` (see
+    /// [`Schedd::batches_of`]).
     pub fn batches(&mut self, filter: &JobFilter, now: i64) -> Vec<skua_proto::BatchRow> {
-        use std::collections::HashMap;
         let mut ev = self.take_evaluator(now);
+        let selected: Vec<JobId> = self
+            .queue
+            .jobs()
+            .filter(|(id, ad)| filter.matches(*id, ad, &mut ev))
+            .map(|(id, _)| id)
+            .collect();
+        self.ev = ev;
+        self.batches_of(&selected)
+    }
+
+    /// condor_q's batch view of the jobs `selected` (ids in job-id order;
+    /// those no longer in the queue are skipped): one row per owner and
+    /// batch (`JobBatchName`, else the cluster), in order of their first
+    /// job.
+    pub fn batches_of(&self, selected: &[JobId]) -> Vec<skua_proto::BatchRow> {
+        use std::collections::HashMap;
         let mut rows: Vec<skua_proto::BatchRow> = Vec::new();
         let mut index: HashMap<(String, String), usize> = HashMap::new();
         let mut present: HashMap<u32, u64> = HashMap::new();
         let mut last_key: Option<((String, String), usize)> = None;
-        for (id, ad) in self.queue.jobs() {
-            if !filter.matches(id, ad, &mut ev) {
+        for &id in selected {
+            let Some(ad) = self.queue.job(id) else {
                 continue;
-            }
+            };
             *present.entry(id.cluster).or_default() += 1;
             let owner = str_attr(ad, "Owner").unwrap_or_default();
             let name =
@@ -511,7 +558,6 @@ impl Schedd {
                 _ => {}
             }
         }
-        self.ev = ev;
         // done: jobs of the batch's clusters that left the queue
         let mut counted = std::collections::HashSet::new();
         for row in &mut rows {
@@ -788,14 +834,18 @@ pub struct JobFilter {
 }
 
 impl JobFilter {
+    /// True when `ad` (job `id`) is selected by the ids, clusters and
+    /// owners (the constraint aside).
+    pub fn named(&self, id: JobId, ad: &ClassAd) -> bool {
+        let all = self.ids.is_empty() && self.clusters.is_empty() && self.owners.is_empty();
+        all || self.ids.contains(&id)
+            || self.clusters.contains(&id.cluster)
+            || str_attr(ad, "Owner").is_some_and(|o| self.owners.contains(&o))
+    }
+
     /// True when `ad` (job `id`) is selected.
     pub fn matches(&self, id: JobId, ad: &ClassAd, ev: &mut Evaluator) -> bool {
-        let named = self.ids.is_empty() && self.clusters.is_empty() && self.owners.is_empty();
-        if !named
-            && !self.ids.contains(&id)
-            && !self.clusters.contains(&id.cluster)
-            && !str_attr(ad, "Owner").is_some_and(|o| self.owners.contains(&o))
-        {
+        if !self.named(id, ad) {
             return false;
         }
         match &self.constraint {
@@ -824,8 +874,34 @@ fn history_row(id: JobId, ad: &ClassAd, now: i64) -> HistoryRow {
     }
 }
 
+/// The jobs of `jobs` whose `constraint`, evaluated in the job ad at
+/// `now`, is true (all of them without one), in order. `stop` is asked
+/// between jobs; `None` when it stopped the work.
+pub fn select_jobs(
+    jobs: Vec<(JobId, ClassAd)>,
+    constraint: Option<&Expr>,
+    now: i64,
+    mut stop: impl FnMut() -> bool,
+) -> Option<Vec<(JobId, ClassAd)>> {
+    let Some(c) = constraint else {
+        return Some(jobs);
+    };
+    let mut ev = Evaluator::new(EvalOptions::default());
+    set_now(&mut ev, now);
+    let mut out = Vec::new();
+    for (id, ad) in jobs {
+        if stop() {
+            return None;
+        }
+        if ev.eval(c, Some(&ad), None).is_true() {
+            out.push((id, ad));
+        }
+    }
+    Some(out)
+}
+
 /// The ad (merged with its cluster ad) or only the named attributes of it.
-fn project(ad: &ClassAd, projection: &[String]) -> String {
+pub fn project(ad: &ClassAd, projection: &[String]) -> String {
     if projection.is_empty() {
         return classad::unparse_ad(&ad.flatten());
     }

@@ -190,6 +190,9 @@ fn expand(out: &mut Vec<u8>, replace: &[u8], target: &[u8], locs: &CaptureLocati
     Some(())
 }
 
+/// A substitution's output outgrew the evaluation's work budget.
+struct TooBig;
+
 /// The reference's regex helper. Without `replace`: whether `pattern`
 /// matches `target`. With it: the replacement text for the first match (or
 /// every match with `g`), embedded in the target with `f`; no match gives
@@ -202,18 +205,27 @@ fn expand(out: &mut Vec<u8>, replace: &[u8], target: &[u8], locs: &CaptureLocati
 /// end of the target, which PCRE2 rejects: the result is `error`
 /// (`replaceAll("b*", "abc", "-")`). The byte copied after a failed retry
 /// is kept even without `f`.
-fn regexp_helper(pattern: &[u8], target: &[u8], replace: Option<&[u8]>, opts: Opts) -> Val {
+///
+/// A substitution whose output would exceed `max_out` bytes (the rest of
+/// the evaluation's work budget) stops with `TooBig`.
+fn regexp_helper(
+    pattern: &[u8],
+    target: &[u8],
+    replace: Option<&[u8]>,
+    opts: Opts,
+    max_out: usize,
+) -> Result<Val, TooBig> {
     let (pattern, target) = (c_str(pattern), c_str(target));
     let Some(re) = compile(pattern, opts, false) else {
-        return Val::Error;
+        return Ok(Val::Error);
     };
     let Some(replace) = replace.map(c_str) else {
         let mut locs = re.capture_locations();
-        return match search(&re, &mut locs, target, 0, false) {
+        return Ok(match search(&re, &mut locs, target, 0, false) {
             Step::Found => Val::Bool(true),
             Step::NoMatch => Val::Bool(false),
             Step::Failed => Val::Error,
-        };
+        });
     };
     let mut main_locs = re.capture_locations();
     let mut retry: Option<(Rc<Regex>, CaptureLocations)> = None;
@@ -224,13 +236,13 @@ fn regexp_helper(pattern: &[u8], target: &[u8], replace: Option<&[u8]>, opts: Op
         let (step, locs) = if after_empty {
             if retry.is_none() {
                 let Some(re2) = compile(pattern, opts, true) else {
-                    return Val::Error;
+                    return Ok(Val::Error);
                 };
                 let locs = re2.capture_locations();
                 retry = Some((re2, locs));
             }
             let Some((re2, locs)) = retry.as_mut() else {
-                return Val::Error;
+                return Ok(Val::Error);
             };
             let step = search(re2, locs, target, idx, true);
             if let Step::NoMatch = step {
@@ -250,17 +262,20 @@ fn regexp_helper(pattern: &[u8], target: &[u8], replace: Option<&[u8]>, opts: Op
             (step, &main_locs)
         };
         match step {
-            Step::Failed => return Val::Error,
+            Step::Failed => return Ok(Val::Error),
             Step::NoMatch => break,
             Step::Found => {
                 let Some((s, e)) = locs.get(0) else {
-                    return Val::Error;
+                    return Ok(Val::Error);
                 };
                 if opts.full {
                     out.extend_from_slice(target.get(idx..s).unwrap_or_default());
                 }
                 if expand(&mut out, replace, target, locs).is_none() {
-                    return Val::Error;
+                    return Ok(Val::Error);
+                }
+                if out.len() > max_out {
+                    return Err(TooBig);
                 }
                 idx = e;
                 after_empty = s == e;
@@ -273,7 +288,7 @@ fn regexp_helper(pattern: &[u8], target: &[u8], replace: Option<&[u8]>, opts: Op
     if opts.full {
         out.extend_from_slice(target.get(idx..).unwrap_or_default());
     }
-    Val::str(out)
+    Ok(Val::str(out))
 }
 
 // ----- argument handling -------------------------------------------------------
@@ -318,7 +333,9 @@ fn regexp(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
     };
     let opts = Opts::parse(opt.as_deref().unwrap_or_default(), false);
     match vals.as_slice() {
-        [Val::Str(p), Val::Str(t)] => regexp_helper(p, t, None, opts),
+        [Val::Str(p), Val::Str(t)] => {
+            regexp_helper(p, t, None, opts, usize::MAX).unwrap_or(Val::Error)
+        }
         _ => Val::Error,
     }
 }
@@ -349,7 +366,7 @@ fn regexp_member(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val
         }
         match v {
             Val::Str(t) => {
-                if let Val::Bool(true) = regexp_helper(pattern, &t, None, opts) {
+                if let Ok(Val::Bool(true)) = regexp_helper(pattern, &t, None, opts, usize::MAX) {
                     return Val::Bool(true);
                 }
             }
@@ -376,7 +393,16 @@ fn substitute(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>, implied: 
     letters.extend_from_slice(implied);
     let opts = Opts::parse(&letters, true);
     match vals.as_slice() {
-        [Val::Str(p), Val::Str(t), Val::Str(r)] => regexp_helper(p, t, Some(r), opts),
+        [Val::Str(p), Val::Str(t), Val::Str(r)] => {
+            match regexp_helper(p, t, Some(r), opts, ev.byte_allowance()) {
+                Ok(v) => v,
+                Err(TooBig) => {
+                    // Charging what is left fails the evaluation for good.
+                    ev.charge(u64::MAX);
+                    Val::Error
+                }
+            }
+        }
         _ => Val::Error,
     }
 }
