@@ -31,11 +31,15 @@ pub(crate) struct BodyLimit {
 }
 
 impl BodyLimit {
-    pub(crate) fn too_large(&self, what: &str) -> ApiError {
+    /// The refusal, with the body's length when it was announced.
+    pub(crate) fn too_large(&self, declared: Option<u64>) -> ApiError {
+        let what = declared
+            .map(|n| format!(" of {n} bytes"))
+            .unwrap_or_default();
         ApiError::new(
             ErrorCode::TooLarge,
             format!(
-                "request body of {what} exceeds the limit of {} for {}",
+                "request body{what} exceeds the limit of {} for {}",
                 show_bytes(self.max),
                 self.route
             ),
@@ -46,7 +50,7 @@ impl BodyLimit {
     /// limit, before any of its body is read.
     pub(crate) fn check_declared(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         match declared_length(headers) {
-            Some(n) if n > self.max as u64 => Err(self.too_large(&format!("{n} bytes"))),
+            Some(n) if n > self.max as u64 => Err(self.too_large(Some(n))),
             _ => Ok(()),
         }
     }
@@ -95,7 +99,7 @@ pub(crate) async fn read_body(
         })?;
         if let Ok(data) = frame.into_data() {
             if buf.len().saturating_add(data.len()) > limit.max {
-                return Err(limit.too_large("more than that"));
+                return Err(limit.too_large(None));
             }
             buf.extend_from_slice(&data);
         }
