@@ -21,6 +21,39 @@ use crate::ApiError;
 /// `Content-Length` says; the buffer grows as bytes actually arrive.
 const INITIAL_BODY_CAPACITY: usize = 64 * 1024;
 
+/// A refused request's body is read and thrown away, up to this many
+/// bytes, before the refusal is sent: a server that answers and closes
+/// while the client is still sending makes the client see a broken
+/// connection rather than the refusal.
+const DRAIN_MAX: u64 = 64 * 1024 * 1024;
+/// How long a refused request's body is drained at most.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// Reads and discards what is left of a refused request's body (at most
+/// [`DRAIN_MAX`] bytes for [`DRAIN_TIME`]; a body announced longer is left
+/// unread). Holds no more than one frame at a time.
+pub(crate) async fn drain<B>(headers: &HeaderMap, body: B)
+where
+    B: http_body::Body + Unpin,
+{
+    if declared_length(headers).is_some_and(|n| n > DRAIN_MAX) {
+        return;
+    }
+    let mut body = body;
+    let mut seen = 0u64;
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                seen += bytes::Buf::remaining(data) as u64;
+                if seen > DRAIN_MAX {
+                    break;
+                }
+            }
+        }
+    })
+    .await;
+}
+
 /// The body limit of the route a request reached (a request extension).
 #[derive(Clone, Debug)]
 pub(crate) struct BodyLimit {
@@ -90,7 +123,7 @@ pub(crate) async fn read_body(
         .min(INITIAL_BODY_CAPACITY);
     let mut buf = Vec::with_capacity(initial);
     let mut body = body;
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = BodyExt::frame(&mut body).await {
         let frame = frame.map_err(|e| {
             ApiError::bad_request(format!(
                 "cannot read request body after {} bytes: {e}",
@@ -99,6 +132,8 @@ pub(crate) async fn read_body(
         })?;
         if let Ok(data) = frame.into_data() {
             if buf.len().saturating_add(data.len()) > limit.max {
+                drop(buf);
+                drain(headers, body).await;
                 return Err(limit.too_large(None));
             }
             buf.extend_from_slice(&data);

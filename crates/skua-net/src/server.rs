@@ -59,7 +59,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::identity::local_identity;
-use crate::limits::{read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
+use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
 use crate::token::verify_token;
 use crate::{Identity, NetError, SecurityPolicy, SigningKey};
 
@@ -456,6 +456,8 @@ async fn authorize(
                 "request refused: {}",
                 e.0.message
             );
+            let (parts, body) = req.into_parts();
+            drain(&parts.headers, body).await;
             return e.into_response();
         }
         req.extensions_mut().insert(limit);
@@ -907,6 +909,7 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
         Ok(turn) => turn,
         Err(e) => {
             tracing::warn!(peer = %info.peer, identity = %identity, path, "request refused: {}", e.0.message);
+            drain(&parts.headers, body).await;
             return e.into_response();
         }
     };

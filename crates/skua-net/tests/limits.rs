@@ -156,6 +156,7 @@ async fn body_over_the_route_limit_is_refused_and_the_server_still_serves() {
     for _ in 0..4 {
         chunked.extend_from_slice(format!("{:x}\r\n{}\r\n", SMALL, "x".repeat(SMALL)).as_bytes());
     }
+    chunked.extend_from_slice(b"0\r\n\r\n");
     let head = raw(&f.sock, &chunked).await;
     assert!(head.starts_with("HTTP/1.1 413"), "{head}");
     let ok: Echo = c.post("/small", &echo_body("still")).await.unwrap();

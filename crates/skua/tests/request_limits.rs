@@ -16,7 +16,7 @@ use skua_net::{Client, Endpoint, ErrorCode, NetError};
 use skua_proto::{routes, AdUpdate, Query, QueryReply};
 
 /// Machine ads in the collector: each query returns all of them.
-const MACHINES: usize = 4_000;
+const MACHINES: usize = 2_000;
 /// Concurrent queries in the burst.
 const BURST: usize = 60;
 /// The collector's per-peer limit in this test (the default is 16); over
