@@ -14,8 +14,10 @@ use anyhow::Context as _;
 use classad::ClassAd;
 use skua_daemon::{now_secs, DaemonContext};
 use skua_net::routing::post;
-use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
-use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query, QueryReply};
+use skua_net::{
+    json_array_response, ApiError, Caller, Json, Listener, Response, Routes, Server, State,
+};
+use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query};
 use tokio::sync::watch;
 
 use crate::store::{select_ads, AdStore, AdType, StoreConfig, TypeFilter};
@@ -64,10 +66,7 @@ async fn invalidate(
     Json(Ack {})
 }
 
-async fn query(
-    State(store): State<Shared>,
-    Json(q): Json<Query>,
-) -> Result<Json<QueryReply>, ApiError> {
+async fn query(State(store): State<Shared>, Json(q): Json<Query>) -> Result<Response, ApiError> {
     let constraint = q
         .constraint
         .as_deref()
@@ -92,9 +91,12 @@ async fn query(
     .await
     .map_err(|e| ApiError::internal(format!("{e:#}")))?
     .ok_or_else(|| ApiError::internal("the query was cancelled"))?;
-    Ok(Json(QueryReply {
-        ads: ads.iter().map(classad::unparse_ad).collect(),
-    }))
+    // a `QueryReply`, each ad unparsed as the connection takes it: the
+    // reply is never built whole in memory
+    Ok(json_array_response(
+        "ads",
+        ads.into_iter().map(|ad| classad::unparse_ad(&ad)),
+    ))
 }
 
 /// The collector's own ad.

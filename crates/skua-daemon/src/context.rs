@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use skua_config::Config;
-use skua_net::{Client, Endpoint, SecurityPolicy, ServerConfig, SigningKey};
+use skua_net::{Client, ConcurrencyLimits, Endpoint, SecurityPolicy, ServerConfig, SigningKey};
 
 use crate::address;
 use crate::security;
@@ -253,6 +253,29 @@ pub fn daemon_endpoint(config: &Config, subsystem: &str) -> Result<Endpoint, Dae
     Locator::new(config, subsystem)?.endpoint()
 }
 
+/// The server's concurrency limits from Skua's own knobs (HTCondor has no
+/// equivalent): `MAX_CONCURRENT_REQUESTS` (in all, default 256),
+/// `MAX_CONCURRENT_REQUESTS_PER_PEER` (per identity and host, default 16;
+/// the pool's daemons are exempt) and `CONCURRENT_REQUEST_WAIT` (seconds
+/// a request over a limit waits for its turn, default 2). 0 turns a limit
+/// off (or, for the wait, refuses at once).
+pub fn concurrency_limits(config: &Config) -> Result<ConcurrencyLimits, DaemonError> {
+    let defaults = ConcurrencyLimits::default();
+    let count = |name: &str, default: usize| -> Result<usize, DaemonError> {
+        let n = knob_u64(config, name, default as u64)?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    };
+    Ok(ConcurrencyLimits {
+        total: count("MAX_CONCURRENT_REQUESTS", defaults.total)?,
+        per_peer: count("MAX_CONCURRENT_REQUESTS_PER_PEER", defaults.per_peer)?,
+        wait: Duration::from_secs(knob_u64(
+            config,
+            "CONCURRENT_REQUEST_WAIT",
+            defaults.wait.as_secs(),
+        )?),
+    })
+}
+
 /// Everything a daemon needs from its environment.
 pub struct DaemonContext {
     /// `COLLECTOR`, `MASTER`, ...
@@ -269,6 +292,10 @@ pub struct DaemonContext {
     pub policy: SecurityPolicy,
     pub update_interval: Duration,
     pub classad_lifetime: u64,
+    /// How many requests the daemon's server serves at once
+    /// (`MAX_CONCURRENT_REQUESTS`, `MAX_CONCURRENT_REQUESTS_PER_PEER`,
+    /// `CONCURRENT_REQUEST_WAIT`).
+    pub concurrency: ConcurrencyLimits,
 }
 
 impl DaemonContext {
@@ -302,6 +329,7 @@ impl DaemonContext {
         let update_interval =
             Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));
         let classad_lifetime = knob_u64(&config, "CLASSAD_LIFETIME", 900)?;
+        let concurrency = concurrency_limits(&config)?;
         Ok(DaemonContext {
             subsystem,
             config,
@@ -314,6 +342,7 @@ impl DaemonContext {
             policy,
             update_interval,
             classad_lifetime,
+            concurrency,
         })
     }
 
@@ -346,11 +375,13 @@ impl DaemonContext {
 
     /// The transport's server configuration.
     pub fn server_config(&self) -> ServerConfig {
-        ServerConfig::new(
+        let mut config = ServerConfig::new(
             self.policy.clone(),
             self.signing_key.clone(),
             self.uid_domain.clone(),
-        )
+        );
+        config.concurrency = self.concurrency;
+        config
     }
 
     /// This daemon's Unix socket.

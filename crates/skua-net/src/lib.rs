@@ -22,6 +22,7 @@
 mod client;
 mod error;
 mod identity;
+mod limits;
 mod policy;
 mod server;
 mod stream;
@@ -33,15 +34,16 @@ pub use error::NetError;
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };
+pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
 pub use stream::{
-    file_response, open_file_response, receive_file, receive_file_with_timeout, receive_into,
-    OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
+    file_response, json_array_response, open_file_response, receive_file,
+    receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
 };
 pub use token::{
-    issue_token, sign_claims, verify_token, SigningKey, TokenError, KEY_LEN, MAX_TOKEN_LEN,
-    MIN_KEY_LEN,
+    issue_token, sign_claims, verify_token, verify_token_at, SigningKey, TokenError, KEY_LEN,
+    MAX_CLOCK_SKEW, MAX_TOKEN_LEN, MIN_KEY_LEN,
 };
 
 /// The wire contract.

@@ -11,13 +11,21 @@
 //! 4. authorization against the level the route was declared with: token
 //!    scope, then [`SecurityPolicy`] (401 for anonymous callers, 403 for
 //!    others), every refusal logged through `tracing`;
-//! 5. the handler, in a task of its own, bounded by
+//! 5. admission ([`ConcurrencyLimits`]): at most so many requests at once
+//!    per peer and in all; over a limit a request waits briefly in a
+//!    bounded line, then is refused with `Unavailable` (503). The turn is
+//!    held until the reply has been sent, streamed replies included;
+//! 6. the body limit the route declares ([`RequestBody`]): a body over it
+//!    is refused with `TooLarge` (413) naming the route and the limit,
+//!    before it is read when `Content-Length` announces it; memory grows
+//!    with the bytes that actually arrive;
+//! 7. the handler, in a task of its own, bounded by
 //!    [`ServerConfig::handler_timeout`] (except requests with a raw
 //!    `application/octet-stream` body, which [`crate::receive_file`] bounds
 //!    by an idle timeout instead): a caller that disconnects does not
 //!    cancel it, and a panic in it answers `Internal` (500). Raw bodies
-//!    taken as [`axum::body::Body`] are not subject to
-//!    [`ServerConfig::max_request_bytes`].
+//!    taken as [`axum::body::Body`] on a [`RequestBody::Streamed`] route
+//!    are not size-limited here.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -25,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -40,8 +48,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use skua_proto::{
-    routes, AuthLevel, AuthMethod, ErrorBody, ErrorCode, Route, WhoAmI, PROTOCOL_HEADER,
-    PROTOCOL_VERSION,
+    routes, AuthLevel, AuthMethod, ErrorBody, ErrorCode, RequestBody, Route, WhoAmI,
+    PROTOCOL_HEADER, PROTOCOL_VERSION,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
@@ -51,6 +59,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::identity::local_identity;
+use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
 use crate::token::verify_token;
 use crate::{Identity, NetError, SecurityPolicy, SigningKey};
 
@@ -73,8 +82,8 @@ pub struct ServerConfig {
     pub signing_key: Option<SigningKey>,
     /// The domain of local (Unix-socket) identities, HTCondor's `UID_DOMAIN`.
     pub uid_domain: String,
-    /// Largest request body accepted by [`Json`], in bytes.
-    pub max_request_bytes: usize,
+    /// How many requests are served at once.
+    pub concurrency: ConcurrencyLimits,
     /// Longest a handler may run before the caller gets `Timeout`.
     pub handler_timeout: Duration,
     /// Longest a TLS handshake may take.
@@ -82,8 +91,8 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// A configuration with 16 MiB request bodies, a 60 s handler timeout
-    /// and a 10 s TLS handshake timeout.
+    /// A configuration with the default [`ConcurrencyLimits`], a 60 s
+    /// handler timeout and a 10 s TLS handshake timeout.
     pub fn new(
         policy: SecurityPolicy,
         signing_key: Option<SigningKey>,
@@ -93,7 +102,7 @@ impl ServerConfig {
             policy,
             signing_key,
             uid_domain: uid_domain.into(),
-            max_request_bytes: 16 * 1024 * 1024,
+            concurrency: ConcurrencyLimits::default(),
             handler_timeout: Duration::from_secs(60),
             tls_handshake_timeout: Duration::from_secs(10),
         }
@@ -291,8 +300,9 @@ fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
 }
 
 /// A JSON request body (extractor) or reply (response). A body that does
-/// not decode, or is larger than [`ServerConfig::max_request_bytes`], is
-/// refused with `BadRequest`; the `Content-Type` is not checked.
+/// not decode is refused with `BadRequest`, one larger than its route's
+/// limit with `TooLarge`; the `Content-Type` is not checked. For a reply
+/// of many items, [`crate::json_array_response`] streams them instead.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Json<T>(pub T);
 
@@ -303,13 +313,17 @@ where
 {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            ApiError::bad_request(format!(
-                "cannot read request body: {}",
-                e.body_text().to_lowercase()
-            ))
-        })?;
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let limit = parts
+            .extensions
+            .get::<BodyLimit>()
+            .cloned()
+            .unwrap_or(BodyLimit {
+                route: Arc::from(parts.uri.path()),
+                max: routes::COMMAND_BODY_LIMIT,
+            });
+        let bytes = read_body(&parts.headers, body, &limit).await?;
         serde_json::from_slice(&bytes)
             .map(Json)
             .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
@@ -343,20 +357,38 @@ where
         Routes {
             router: Router::new(),
         }
-        .add(routes::HELLO.path, routes::HELLO.level, get(hello))
+        .add(
+            routes::HELLO.path,
+            routes::HELLO.level,
+            routes::HELLO.body,
+            get(hello),
+        )
     }
 
-    /// Adds `handler` at `path`, callable by those holding `level`.
+    /// Adds `handler` at `path`, callable by those holding `level`, with
+    /// bodies of at most [`routes::COMMAND_BODY_LIMIT`].
     /// Panics (like axum) if `path` is taken or malformed: routes are
     /// code, not input.
     pub fn route(self, path: &str, level: AuthLevel, handler: MethodRouter<S>) -> Self {
-        self.add(path, Some(level), handler)
+        let body = RequestBody::Buffered(routes::COMMAND_BODY_LIMIT);
+        self.add(path, Some(level), body, handler)
     }
 
-    /// Adds `handler` at a protocol route, at the level the protocol
-    /// declares for it.
+    /// [`Routes::route`] with another request body rule.
+    pub fn route_with_body(
+        self,
+        path: &str,
+        level: AuthLevel,
+        body: RequestBody,
+        handler: MethodRouter<S>,
+    ) -> Self {
+        self.add(path, Some(level), body, handler)
+    }
+
+    /// Adds `handler` at a protocol route, at the level and with the body
+    /// limit the protocol declares for it.
     pub fn command(self, route: &Route, handler: MethodRouter<S>) -> Self {
-        self.add(route.path, route.level, handler)
+        self.add(route.path, route.level, route.body, handler)
     }
 
     /// Supplies the state the handlers extract with `axum::extract::State`.
@@ -366,9 +398,25 @@ where
         }
     }
 
-    fn add(self, path: &str, required: Option<AuthLevel>, handler: MethodRouter<S>) -> Self {
+    fn add(
+        self,
+        path: &str,
+        required: Option<AuthLevel>,
+        body: RequestBody,
+        handler: MethodRouter<S>,
+    ) -> Self {
+        let limit = body.limit().map(|max| BodyLimit {
+            route: Arc::from(path),
+            max,
+        });
+        // axum's own extractors (`Bytes`, `String`...) keep to the limit
+        // too; a streamed body has none
+        let handler = match &limit {
+            Some(l) => handler.layer(DefaultBodyLimit::max(l.max)),
+            None => handler.layer(DefaultBodyLimit::disable()),
+        };
         let handler = handler.route_layer(axum::middleware::from_fn(
-            move |req: Request, next: Next| authorize(required, req, next),
+            move |req: Request, next: Next| authorize(required, limit.clone(), req, next),
         ));
         Routes {
             router: self.router.route(path, handler),
@@ -376,7 +424,12 @@ where
     }
 }
 
-async fn authorize(required: Option<AuthLevel>, mut req: Request, next: Next) -> Response {
+async fn authorize(
+    required: Option<AuthLevel>,
+    limit: Option<BodyLimit>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Some(auth) = req.extensions().get::<Authenticated>().cloned() else {
         return ApiError::internal("request reached routing without authentication")
             .into_response();
@@ -393,6 +446,21 @@ async fn authorize(required: Option<AuthLevel>, mut req: Request, next: Next) ->
             e.0.message
         );
         return e.into_response();
+    }
+    if let Some(limit) = limit {
+        if let Err(e) = limit.check_declared(req.headers()) {
+            tracing::warn!(
+                identity = %auth.identity,
+                peer = %auth.peer,
+                path = %req.uri().path(),
+                "request refused: {}",
+                e.0.message
+            );
+            let (parts, body) = req.into_parts();
+            drain(&parts.headers, body).await;
+            return e.into_response();
+        }
+        req.extensions_mut().insert(limit);
     }
     let caller = Caller {
         identity: auth.identity.clone(),
@@ -537,6 +605,7 @@ async fn bind_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
 
 struct Shared {
     router: Router,
+    admission: Arc<Admission>,
     policy: Arc<SecurityPolicy>,
     signing_key: Option<SigningKey>,
     uid_domain: String,
@@ -548,6 +617,9 @@ struct Shared {
 #[derive(Clone)]
 struct ConnInfo {
     peer: Arc<str>,
+    /// The peer's host for the per-peer limit: its IP address, or `local`
+    /// on a Unix socket.
+    host: Arc<str>,
     /// The peer's identity from kernel credentials (Unix sockets only).
     local: Option<Identity>,
 }
@@ -567,11 +639,11 @@ impl Server {
         let router = routes
             .router
             .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed)
-            .layer(DefaultBodyLimit::max(config.max_request_bytes));
+            .method_not_allowed_fallback(method_not_allowed);
         Ok(Server {
             shared: Arc::new(Shared {
                 router,
+                admission: Admission::new(config.concurrency),
                 policy: Arc::new(config.policy),
                 signing_key: config.signing_key,
                 uid_domain: config.uid_domain,
@@ -725,6 +797,7 @@ async fn connection(
             let _ = stream.set_nodelay(true);
             let info = ConnInfo {
                 peer: peer.to_string().into(),
+                host: peer.ip().to_string().into(),
                 local: None,
             };
             let Some(acceptor) = tls else {
@@ -756,6 +829,7 @@ async fn connection(
             };
             let info = ConnInfo {
                 peer: peer.into(),
+                host: "local".into(),
                 local: Some(identity),
             };
             serve_connection(shared, stream, info, shutdown).await
@@ -828,6 +902,17 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
     };
     let path = parts.uri.path().to_string();
     let identity = auth.identity.clone();
+    // The pool's own daemons (DAEMON holders) are limited only in total.
+    let peer_key = (!auth.levels().contains(&AuthLevel::Daemon))
+        .then(|| format!("{identity} at {}", info.host));
+    let turn = match shared.admission.admit(peer_key.as_deref()).await {
+        Ok(turn) => turn,
+        Err(e) => {
+            tracing::warn!(peer = %info.peer, identity = %identity, path, "request refused: {}", e.0.message);
+            drain(&parts.headers, body).await;
+            return e.into_response();
+        }
+    };
     parts.extensions.insert(auth);
     let req = Request::from_parts(parts, Body::new(body));
     // The handler runs in its own task: a caller that goes away does not
@@ -849,7 +934,14 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
     };
     let task = tokio::spawn(async move { tokio::time::timeout(limit, router.oneshot(req)).await });
     match task.await {
-        Ok(Ok(Ok(resp))) => resp,
+        Ok(Ok(Ok(resp))) => {
+            let (parts, body) = resp.into_parts();
+            let body = Body::new(AdmittedBody {
+                inner: body,
+                _turn: turn,
+            });
+            Response::from_parts(parts, body)
+        }
         Ok(Ok(Err(never))) => match never {},
         Ok(Err(_elapsed)) => {
             tracing::warn!(peer = %info.peer, identity = %identity, path, "handler timed out");

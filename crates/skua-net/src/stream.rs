@@ -239,3 +239,93 @@ pub async fn receive_into(
         .map_err(|e| io_err("cannot sync", tmp, e))?;
     Ok(total)
 }
+
+/// Bytes of serialized items gathered before they are handed to the
+/// connection as one frame.
+const JSON_CHUNK: usize = 64 * 1024;
+
+/// A `200 application/json` response `{"<field>": [item, item, ...]}`
+/// whose items are serialized one by one as the connection takes them:
+/// the reply is never held whole in memory, only about 64 KiB of it at a
+/// time (plus whatever `items` itself holds). The text is what
+/// serializing a struct with one `Vec` field `field` would give, so
+/// clients decode it as that struct. An item that fails to serialize
+/// breaks the transfer (the client sees an incomplete reply, never a
+/// wrong one).
+pub fn json_array_response<I>(field: &str, items: I) -> Response
+where
+    I: Iterator + Send + Unpin + 'static,
+    I::Item: serde::Serialize,
+{
+    let mut head = Vec::with_capacity(field.len() + 8);
+    head.push(b'{');
+    // a field name is a JSON string like any other
+    let _ = serde_json::to_writer(&mut head, field);
+    head.extend_from_slice(b":[");
+    let body = JsonArrayBody {
+        items,
+        buf: head,
+        first: true,
+        done: false,
+    };
+    let mut resp = Response::new(Body::new(body));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+struct JsonArrayBody<I> {
+    items: I,
+    buf: Vec<u8>,
+    first: bool,
+    done: bool,
+}
+
+impl<I> http_body::Body for JsonArrayBody<I>
+where
+    I: Iterator + Unpin,
+    I::Item: serde::Serialize,
+{
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        while this.buf.len() < JSON_CHUNK {
+            match this.items.next() {
+                Some(item) => {
+                    if !this.first {
+                        this.buf.push(b',');
+                    }
+                    this.first = false;
+                    if let Err(e) = serde_json::to_writer(&mut this.buf, &item) {
+                        this.done = true;
+                        return Poll::Ready(Some(Err(io::Error::other(format!(
+                            "cannot encode reply: {e}"
+                        )))));
+                    }
+                }
+                None => {
+                    this.buf.extend_from_slice(b"]}");
+                    this.done = true;
+                    break;
+                }
+            }
+        }
+        let chunk = std::mem::take(&mut this.buf);
+        if !this.done {
+            this.buf.reserve(JSON_CHUNK);
+        }
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}

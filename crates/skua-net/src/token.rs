@@ -21,6 +21,11 @@ pub const KEY_LEN: usize = 32;
 pub const MIN_KEY_LEN: usize = 32;
 /// Longest token accepted, in bytes; longer ones are refused unread.
 pub const MAX_TOKEN_LEN: usize = 8 * 1024;
+/// How far in the future a token's `iat` or `nbf` may lie and the token
+/// still be accepted: the clocks of a pool's hosts may differ by this
+/// much (a token made on one host is often used on another at once).
+/// Expiry (`exp`) gets no such allowance.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(5);
 
 /// Why a token could not be made or was refused, or the key could not be
 /// had. Messages are meant for the log and the refused caller.
@@ -29,6 +34,19 @@ pub enum TokenError {
     /// The token's `exp` has passed.
     #[error("token has expired")]
     Expired,
+    /// The token's `iat` or `nbf` lies in the future, further than
+    /// [`MAX_CLOCK_SKEW`].
+    #[error(
+        "token is not valid yet: its {claim} is {ahead} s in the future \
+         (at most {} s of clock difference between hosts is allowed)",
+        MAX_CLOCK_SKEW.as_secs()
+    )]
+    NotYetValid {
+        /// `"iat"` or `"nbf"`.
+        claim: &'static str,
+        /// Seconds between this host's clock and the claim.
+        ahead: u64,
+    },
     /// The signature does not verify: forged, altered, or signed with
     /// another pool's key.
     #[error("token signature does not verify (forged, altered, or signed with another key)")]
@@ -228,6 +246,7 @@ pub fn issue_token(
     let claims = TokenClaims {
         sub: identity.to_string(),
         iat,
+        nbf: None,
         exp: lifetime.map(|l| iat.saturating_add(l.as_secs())),
         scope,
         jti: hex(&jti),
@@ -247,9 +266,16 @@ pub fn sign_claims(key: &SigningKey, claims: &TokenClaims) -> Result<String, Tok
 }
 
 /// Verifies `token` against `key` and the clock: signature (HS256 only),
-/// shape, expiry (no leeway) and subject. Never panics, whatever `token`
-/// holds.
+/// shape, expiry (no leeway), issue and not-before times (at most
+/// [`MAX_CLOCK_SKEW`] in the future) and subject. Never panics, whatever
+/// `token` holds.
 pub fn verify_token(key: &SigningKey, token: &str) -> Result<TokenClaims, TokenError> {
+    verify_token_at(key, token, now_secs())
+}
+
+/// [`verify_token`] against the clock reading `now` (seconds since the
+/// epoch).
+pub fn verify_token_at(key: &SigningKey, token: &str, now: u64) -> Result<TokenClaims, TokenError> {
     install_crypto_provider();
     if token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::Malformed(format!(
@@ -261,6 +287,8 @@ pub fn verify_token(key: &SigningKey, token: &str) -> Result<TokenClaims, TokenE
     validation.required_spec_claims.clear();
     validation.leeway = 0;
     validation.validate_exp = true;
+    // `nbf` and `iat` are checked below, with the allowed skew.
+    validation.validate_nbf = false;
     validation.validate_aud = false;
     let data = jsonwebtoken::decode::<TokenClaims>(
         token,
@@ -279,8 +307,17 @@ pub fn verify_token(key: &SigningKey, token: &str) -> Result<TokenClaims, TokenE
     // `decode` checks `exp` only when it parses as an unsigned integer,
     // which our claims type requires; check again against our own clock
     // reading so the rule is visible here.
-    if claims.exp.is_some_and(|exp| exp < now_secs()) {
+    if claims.exp.is_some_and(|exp| exp < now) {
         return Err(TokenError::Expired);
+    }
+    let latest = now.saturating_add(MAX_CLOCK_SKEW.as_secs());
+    for (claim, at) in [("iat", Some(claims.iat)), ("nbf", claims.nbf)] {
+        if let Some(at) = at.filter(|at| *at > latest) {
+            return Err(TokenError::NotYetValid {
+                claim,
+                ahead: at - now,
+            });
+        }
     }
     Identity::parse(&claims.sub, AuthMethod::Token)
         .map_err(|_| TokenError::BadSubject(claims.sub.clone()))?;
@@ -330,6 +367,7 @@ mod tests {
             &TokenClaims {
                 sub: "a@b".into(),
                 iat: 1,
+                nbf: None,
                 exp: Some(2),
                 scope: vec![AuthLevel::Read],
                 jti: "x".into(),
@@ -345,6 +383,7 @@ mod tests {
             &TokenClaims {
                 sub: "nobody".into(),
                 iat: 1,
+                nbf: None,
                 exp: None,
                 scope: vec![],
                 jti: "x".into(),
@@ -364,6 +403,52 @@ mod tests {
         assert!(matches!(
             issue_token(&k, "not-an-identity", &[], None),
             Err(TokenError::BadSubject(_))
+        ));
+    }
+
+    fn claims_at(iat: u64, nbf: Option<u64>) -> TokenClaims {
+        TokenClaims {
+            sub: "a@b".into(),
+            iat,
+            nbf,
+            exp: None,
+            scope: vec![AuthLevel::Read],
+            jti: "x".into(),
+        }
+    }
+
+    #[test]
+    fn future_iat_or_nbf_is_refused_beyond_the_skew() {
+        let k = key();
+        let now = 1_700_000_000;
+        let skew = MAX_CLOCK_SKEW.as_secs();
+        let verify = |c: &TokenClaims| verify_token_at(&k, &sign_claims(&k, c).unwrap(), now);
+        // within the skew: accepted
+        assert!(verify(&claims_at(now + skew, None)).is_ok());
+        assert!(verify(&claims_at(now, Some(now + skew))).is_ok());
+        assert!(verify(&claims_at(now - 100, Some(now - 50))).is_ok());
+        // beyond it: refused, naming the claim
+        let e = verify(&claims_at(now + skew + 1, None)).unwrap_err();
+        assert!(matches!(
+            e,
+            TokenError::NotYetValid { claim: "iat", ahead } if ahead == skew + 1
+        ));
+        assert!(e.to_string().contains("not valid yet"), "{e}");
+        let e = verify(&claims_at(now, Some(now + 3600))).unwrap_err();
+        assert!(matches!(
+            e,
+            TokenError::NotYetValid {
+                claim: "nbf",
+                ahead: 3600
+            }
+        ));
+        assert!(e.to_string().contains("nbf is 3600 s in the future"), "{e}");
+        // the real clock: a token issued a day from now
+        let later = now_secs() + 86_400;
+        let t = sign_claims(&k, &claims_at(later, None)).unwrap();
+        assert!(matches!(
+            verify_token(&k, &t),
+            Err(TokenError::NotYetValid { claim: "iat", .. })
         ));
     }
 

@@ -81,6 +81,7 @@ async fn expired_token_is_unauthenticated() {
         &TokenClaims {
             sub: "alice@pool.test".into(),
             iat: 1_000,
+            nbf: None,
             exp: Some(2_000),
             scope: vec![Read],
             jti: "old".into(),
@@ -245,17 +246,40 @@ async fn bad_body_is_bad_request() {
 }
 
 #[tokio::test]
-async fn request_body_limit() {
-    let mut cfg = config(policy());
-    cfg.max_request_bytes = 1024;
-    let (_srv, addr) = tcp_server(cfg).await;
-    let c = client(addr, Some(token("alice@pool.test", &[Write])));
-    let _: Echo = c.post("/write", &echo_body("small")).await.unwrap();
-    let big = echo_body(&"x".repeat(4096));
-    assert_eq!(
-        code(c.post::<_, Echo>("/write", &big).await),
-        ErrorCode::BadRequest
-    );
+async fn token_issued_in_the_future_is_refused() {
+    let (_srv, addr) = tcp_server(config(policy())).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = |iat: u64, nbf: Option<u64>| TokenClaims {
+        sub: "alice@pool.test".into(),
+        iat,
+        nbf,
+        exp: None,
+        scope: vec![Read, Write],
+        jti: "future".into(),
+    };
+    for (c, claim) in [
+        (claims(now + 3600, None), "iat"),
+        (claims(now, Some(now + 3600)), "nbf"),
+    ] {
+        let t = sign_claims(&key(), &c).unwrap();
+        let r = client(addr, Some(t))
+            .post::<_, Echo>("/write", &echo_body("x"))
+            .await;
+        let m = message(r);
+        assert!(
+            m.contains("not valid yet") && m.contains(claim),
+            "{claim}: {m}"
+        );
+    }
+    // a token issued a moment ago on a host whose clock is slightly ahead
+    let t = sign_claims(&key(), &claims(now + 2, None)).unwrap();
+    let _: Echo = client(addr, Some(t))
+        .post("/write", &echo_body("x"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

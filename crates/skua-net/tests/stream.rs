@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use serde::{Deserialize, Serialize};
-use skua_net::proto::{Ack, Route};
+use skua_net::proto::{Ack, RequestBody, Route};
 use skua_net::routing::post;
 use skua_net::{
     file_response, receive_file, ApiError, AuthLevel, Body, Client, Endpoint, ErrorCode, HeaderMap,
@@ -22,11 +22,14 @@ const DOWNLOAD: Route = Route {
     method: "POST",
     path: "/file/get",
     level: Some(AuthLevel::Daemon),
+    body: RequestBody::Buffered(skua_net::proto::routes::COMMAND_BODY_LIMIT),
 };
 const UPLOAD: Route = Route {
     method: "POST",
     path: "/file/put",
     level: Some(AuthLevel::Daemon),
+    // uploads are streamed to their file, never buffered: no size limit
+    body: RequestBody::Streamed,
 };
 const META: &str = "Skua-Transfer";
 

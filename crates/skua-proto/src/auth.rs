@@ -135,8 +135,14 @@ impl fmt::Display for AuthMethod {
 pub struct TokenClaims {
     /// The identity the token stands for, `user@domain`.
     pub sub: String,
-    /// Issue time, seconds since the Unix epoch.
+    /// Issue time, seconds since the Unix epoch. A token issued in the
+    /// future (beyond the allowed clock skew) is refused.
     pub iat: u64,
+    /// Not before, seconds since the Unix epoch: the token is refused
+    /// until then (beyond the allowed clock skew); `None`: valid from
+    /// `iat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
     /// Expiry, seconds since the Unix epoch; `None` never expires (as
     /// HTCondor's auto-approved daemon tokens).
     #[serde(default, skip_serializing_if = "Option::is_none")]

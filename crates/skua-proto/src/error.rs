@@ -21,6 +21,8 @@ pub enum ErrorCode {
     BadRequest,
     /// The request conflicts with the current state (409).
     Conflict,
+    /// The request body is larger than the route accepts (413).
+    TooLarge,
     /// The server cannot serve the request now; try later (503).
     Unavailable,
     /// The operation did not finish in time (504).
@@ -31,12 +33,13 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// All codes, in declaration order.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 9] = [
         ErrorCode::Unauthenticated,
         ErrorCode::PermissionDenied,
         ErrorCode::NotFound,
         ErrorCode::BadRequest,
         ErrorCode::Conflict,
+        ErrorCode::TooLarge,
         ErrorCode::Unavailable,
         ErrorCode::Timeout,
         ErrorCode::Internal,
@@ -50,6 +53,7 @@ impl ErrorCode {
             ErrorCode::NotFound => 404,
             ErrorCode::BadRequest => 400,
             ErrorCode::Conflict => 409,
+            ErrorCode::TooLarge => 413,
             ErrorCode::Unavailable => 503,
             ErrorCode::Timeout => 504,
             ErrorCode::Internal => 500,
@@ -66,6 +70,7 @@ impl ErrorCode {
             403 => ErrorCode::PermissionDenied,
             404 => ErrorCode::NotFound,
             409 => ErrorCode::Conflict,
+            413 => ErrorCode::TooLarge,
             408 | 504 => ErrorCode::Timeout,
             429 | 502 | 503 => ErrorCode::Unavailable,
             400..=499 => ErrorCode::BadRequest,
@@ -81,6 +86,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::TooLarge => "too_large",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Timeout => "timeout",
             ErrorCode::Internal => "internal",

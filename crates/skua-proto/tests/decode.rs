@@ -40,7 +40,7 @@ proptest! {
         scope in prop::collection::vec(level(), 0..5),
         jti in "[0-9a-f]{0,32}",
     ) {
-        let c = TokenClaims { sub, iat, exp, scope, jti };
+        let c = TokenClaims { sub, iat, nbf: None, exp, scope, jti };
         let text = serde_json::to_string(&c).unwrap();
         prop_assert_eq!(serde_json::from_str::<TokenClaims>(&text).unwrap(), c);
     }
