@@ -315,6 +315,10 @@ pub enum Event {
     Drain,
     /// Draining is cancelled (`skua drain -cancel`).
     CancelDrain,
+    /// The claim's lease ran out: its schedd sent no keep-alive for the
+    /// lease's length. The job is killed and the claim dropped (the slot
+    /// goes to Owner, then Unclaimed unless IS_OWNER holds).
+    LeaseExpired,
     /// Time passes (POLLING_INTERVAL): the policy is evaluated.
     Tick,
 }
@@ -344,6 +348,10 @@ pub enum Action {
     DropClaim,
     /// The preempting claim takes the slot (after [`Action::DropClaim`]).
     PromoteClaim,
+    /// The claim's lease (this many seconds) ran out without a keep-alive
+    /// from its schedd: announced (by [`crate::Machine`]) before the kill
+    /// and the claim drop that follow.
+    LeaseExpired { lease_secs: i64 },
 }
 
 /// Why an event does not apply in the slot's current state.
@@ -527,6 +535,37 @@ pub fn step(
             (n, vec![])
         }
         (_, _, Event::CancelDrain) => (s, vec![]),
+        // ---- the claim's lease ran out: its schedd is gone
+        (Claimed, Busy | Suspended | Retiring, Event::LeaseExpired) => {
+            let mut n = s;
+            if n.after != After::NewClaim && n.after != After::Drained {
+                n.after = After::Owner;
+            }
+            preempt(n, false, None, now)
+        }
+        (Preempting, _, Event::LeaseExpired) => {
+            let mut n = s;
+            if matches!(n.after, After::ClaimedIdle | After::Unclaimed) {
+                n.after = After::Owner;
+            }
+            if s.activity == Killing {
+                (n, vec![])
+            } else {
+                (
+                    n.to(Preempting, Killing, now),
+                    vec![Action::HardKillStarter],
+                )
+            }
+        }
+        (Claimed, Idle, Event::LeaseExpired) | (Matched, _, Event::LeaseExpired) => {
+            let mut n = s;
+            n.after = match s.after {
+                After::NewClaim | After::Drained => s.after,
+                _ => After::Owner,
+            };
+            finish(n, now)
+        }
+        (_, _, Event::LeaseExpired) => (s, vec![]),
         // ---- time passes: the policy
         (_, _, Event::Tick) => tick(s, p, now, t),
     };
@@ -850,6 +889,43 @@ mod tests {
                 &[Action::DropClaim],
             ),
         ]);
+    }
+
+    #[test]
+    fn an_expired_lease_kills_the_job_and_drops_the_claim() {
+        // busy: hard kill, then Owner once the starter is gone (IS_OWNER
+        // false brings it back to Unclaimed at the next evaluation)
+        let s = run(&[
+            (0, Event::Claim, Claimed, Idle, &[]),
+            (1, Event::Activate, Claimed, Busy, &[Action::SpawnStarter]),
+            (
+                9,
+                Event::LeaseExpired,
+                Preempting,
+                Killing,
+                &[Action::HardKillStarter],
+            ),
+            (9, Event::LeaseExpired, Preempting, Killing, &[]),
+            (10, Event::StarterExited, Owner, Idle, &[Action::DropClaim]),
+        ]);
+        let (s, _) = settle(s, &dflt(), 11);
+        assert_eq!((s.state, s.activity), (Unclaimed, Idle));
+        // an idle claim goes at once
+        run(&[
+            (0, Event::Claim, Claimed, Idle, &[]),
+            (5, Event::LeaseExpired, Owner, Idle, &[Action::DropClaim]),
+        ]);
+        // a slot being vacated softly is killed hard
+        let (v, _) = go(busy(0), &dflt(), Event::Deactivate { graceful: true }, 1);
+        assert_eq!((v.state, v.activity), (Preempting, Vacating));
+        let (k, a) = go(v, &dflt(), Event::LeaseExpired, 2);
+        assert_eq!((k.state, k.activity), (Preempting, Killing));
+        assert_eq!(a, vec![Action::HardKillStarter]);
+        let (o, a) = go(k, &dflt(), Event::StarterExited, 3);
+        assert_eq!((o.state, a), (Owner, vec![Action::DropClaim]));
+        // nothing to expire on an unclaimed slot
+        let (u, a) = go(Status::new(0), &dflt(), Event::LeaseExpired, 1);
+        assert_eq!((u.state, a), (Unclaimed, vec![]));
     }
 
     #[test]
