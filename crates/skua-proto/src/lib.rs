@@ -35,7 +35,7 @@ pub use schedd::{
 };
 pub use shadow::{
     BeginReply, EntryKind, InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage,
-    OutputFileMeta, RunOutcome, ShadowBegin, UpdateKind, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
+    OutputFileMeta, RunOutcome, ShadowBegin, StarterGone, UpdateKind, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
     STDOUT_NAME, TRANSFER_HEADER,
 };
 pub use startd::{

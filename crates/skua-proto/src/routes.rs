@@ -233,6 +233,13 @@ pub const SHADOW_EXIT: Route = Route {
     level: Some(AuthLevel::Daemon),
 };
 
+/// `POST /shadow/starter_gone` with [`crate::StarterGone`] → [`crate::Ack`].
+pub const SHADOW_STARTER_GONE: Route = Route {
+    method: "POST",
+    path: "/shadow/starter_gone",
+    level: Some(AuthLevel::Daemon),
+};
+
 /// Every route defined so far.
 pub const ALL: &[Route] = &[
     HELLO,
@@ -264,6 +271,7 @@ pub const ALL: &[Route] = &[
     SHADOW_OUTPUT_FILE,
     SHADOW_UPDATE,
     SHADOW_EXIT,
+    SHADOW_STARTER_GONE,
 ];
 
 #[cfg(test)]

@@ -104,6 +104,8 @@ pub const IMMUTABLE: &[&str] = &[
     "TargetType",
     "User",
     "OsUser",
+    crate::run::CLAIM_ID,
+    crate::run::STARTD_IP_ADDR,
 ];
 
 /// Attributes only an administrator may change with `qedit`: the state the
@@ -149,5 +151,5 @@ pub use crate::run::{
     CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE, JOB_CURRENT_START_EXECUTING_DATE,
     JOB_RUN_COUNT, JOB_START_DATE, LAST_MATCH_TIME, LAST_REMOTE_HOST, LAST_VACATE_REASON,
     NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS, REMOTE_HOST, REMOTE_WALL_CLOCK_TIME,
-    RESIDENT_SET_SIZE, SHADOW_BDAY,
+    RESIDENT_SET_SIZE, SHADOW_BDAY, CLAIM_ID, STARTD_IP_ADDR, PRIVATE,
 };
