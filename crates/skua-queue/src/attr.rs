@@ -146,6 +146,11 @@ pub(crate) fn is_in(list: &[&str], name: &str) -> bool {
     list.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
 
+/// Whether `name` is one of the schedd's private attributes ([`PRIVATE`]).
+pub fn is_private(name: &str) -> bool {
+    is_in(PRIVATE, name)
+}
+
 /// The attributes of a job's runs (see `Queue::plan_start` and friends).
 pub use crate::run::{
     CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE, JOB_CURRENT_START_EXECUTING_DATE,
