@@ -606,8 +606,7 @@ impl Machine {
             };
             let s = &self.slots[i];
             let expired = s.claim.as_ref().is_some_and(|c| now - c.renewed >= lease);
-            let killing = s.status.state == State::Preempting
-                && s.status.activity == Activity::Killing;
+            let killing = s.status.state == State::Preempting && s.status.starter_killed;
             if !expired || killing {
                 continue;
             }
@@ -1648,7 +1647,7 @@ mod tests {
             a,
             vec![
                 (slot.into(), Action::LeaseExpired { lease_secs: 12 }),
-                (slot.into(), Action::HardKillStarter)
+                (slot.into(), Action::KillStarterTree)
             ]
         );
         assert_eq!(state_of(&m, slot), (State::Preempting, Activity::Killing));

@@ -333,8 +333,8 @@ pub enum Action {
     SoftKillStarter,
     /// Kill the job at once (SIGQUIT to the starter).
     HardKillStarter,
-    /// `KILLING_TIMEOUT` ran out: SIGKILL the starter and the job's
-    /// process group.
+    /// `KILLING_TIMEOUT` ran out, or the claim's lease did: SIGKILL the
+    /// starter and the job's process group.
     KillStarterTree,
     /// Stop the job's processes (SIGUSR1 to the starter: SIGSTOP to the
     /// job's process group).
@@ -535,26 +535,29 @@ pub fn step(
             (n, vec![])
         }
         (_, _, Event::CancelDrain) => (s, vec![]),
-        // ---- the claim's lease ran out: its schedd is gone
+        // ---- the claim's lease ran out: its schedd is gone, so the
+        // starter (which would wait to report to it) and the job are
+        // killed outright
         (Claimed, Busy | Suspended | Retiring, Event::LeaseExpired) => {
             let mut n = s;
             if n.after != After::NewClaim && n.after != After::Drained {
                 n.after = After::Owner;
             }
-            preempt(n, false, None, now)
+            let mut n = n.to(Preempting, Killing, now);
+            n.starter_killed = true;
+            (n, vec![Action::KillStarterTree])
         }
         (Preempting, _, Event::LeaseExpired) => {
             let mut n = s;
             if matches!(n.after, After::ClaimedIdle | After::Unclaimed) {
                 n.after = After::Owner;
             }
-            if s.activity == Killing {
+            if s.starter_killed {
                 (n, vec![])
             } else {
-                (
-                    n.to(Preempting, Killing, now),
-                    vec![Action::HardKillStarter],
-                )
+                let mut n = n.to(Preempting, Killing, now);
+                n.starter_killed = true;
+                (n, vec![Action::KillStarterTree])
             }
         }
         (Claimed, Idle, Event::LeaseExpired) | (Matched, _, Event::LeaseExpired) => {
@@ -903,7 +906,7 @@ mod tests {
                 Event::LeaseExpired,
                 Preempting,
                 Killing,
-                &[Action::HardKillStarter],
+                &[Action::KillStarterTree],
             ),
             (9, Event::LeaseExpired, Preempting, Killing, &[]),
             (10, Event::StarterExited, Owner, Idle, &[Action::DropClaim]),
@@ -915,12 +918,15 @@ mod tests {
             (0, Event::Claim, Claimed, Idle, &[]),
             (5, Event::LeaseExpired, Owner, Idle, &[Action::DropClaim]),
         ]);
-        // a slot being vacated softly is killed hard
+        // a slot being vacated softly is killed outright
         let (v, _) = go(busy(0), &dflt(), Event::Deactivate { graceful: true }, 1);
         assert_eq!((v.state, v.activity), (Preempting, Vacating));
         let (k, a) = go(v, &dflt(), Event::LeaseExpired, 2);
         assert_eq!((k.state, k.activity), (Preempting, Killing));
-        assert_eq!(a, vec![Action::HardKillStarter]);
+        assert_eq!(a, vec![Action::KillStarterTree]);
+        // and KILLING_TIMEOUT does not kill it a second time
+        let (_, a) = go(k, &dflt(), Event::Tick, 40);
+        assert!(a.is_empty(), "{a:?}");
         let (o, a) = go(k, &dflt(), Event::StarterExited, 3);
         assert_eq!((o.state, a), (Owner, vec![Action::DropClaim]));
         // nothing to expire on an unclaimed slot

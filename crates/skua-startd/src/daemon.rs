@@ -703,7 +703,7 @@ impl Shell {
                 Action::KillStarterTree => {
                     if let Some(st) = self.starters.get(&slot) {
                         tracing::warn!(
-                            "{slot}: KILLING_TIMEOUT ran out; killing starter {} and its job",
+                            "{slot}: killing starter {} and its job outright",
                             st.pid
                         );
                         kill_group_of(&pgid_file(&self.setup.execute, st.pid));
