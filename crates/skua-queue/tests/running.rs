@@ -318,15 +318,14 @@ fn suspension_and_a_startd_hold() {
 fn a_runs_claim_is_recorded_for_a_restart_then_cleared_and_never_qedited() {
     let mut q = Queue::new();
     // a claim id given at submission is not the run's
-    let c = submit(
-        &mut q,
-        "alice",
-        vec![job("ClaimId = \"forged\""), job("")],
-    );
+    let c = submit(&mut q, "alice", vec![job("ClaimId = \"forged\""), job("")]);
     let id = JobId::new(c, 0);
     assert_eq!(Queue::claim_of(q.job(id).unwrap()), None);
     let mut t = q.plan_start(id, "slot1@host", NOW).unwrap();
-    t.extend(q.plan_claim(id, "claim-secret", "<127.0.0.1:7000>").unwrap());
+    t.extend(
+        q.plan_claim(id, "claim-secret", "<127.0.0.1:7000>")
+            .unwrap(),
+    );
     commit(&mut q, &t);
     assert_eq!(
         Queue::claim_of(q.job(id).unwrap()),
@@ -341,7 +340,10 @@ fn a_runs_claim_is_recorded_for_a_restart_then_cleared_and_never_qedited() {
             "\"other\"",
             NOW + 1,
         );
-        assert!(matches!(r, Err(QueueError::PermissionDenied(_))), "{name}: {r:?}");
+        assert!(
+            matches!(r, Err(QueueError::PermissionDenied(_))),
+            "{name}: {r:?}"
+        );
     }
     let t = q
         .plan_run_ended(

@@ -110,7 +110,9 @@ pub(crate) fn release_interrupted(st: &Shared) {
             .await;
             match r {
                 Ok(()) => tracing::info!("job {job}: its old run is over; it may run again"),
-                Err(e) => tracing::error!("job {job}: requeueing after the restart: {}", e.0.message),
+                Err(e) => {
+                    tracing::error!("job {job}: requeueing after the restart: {}", e.0.message)
+                }
             }
             st.changed.notify_one();
             st.reschedule.notify_one();
@@ -169,7 +171,9 @@ async fn release_old_run(
             }
             Ok(false) => {
                 if !released {
-                    tracing::info!("job {job}: claim at {startd} released; waiting for its run to end");
+                    tracing::info!(
+                        "job {job}: claim at {startd} released; waiting for its run to end"
+                    );
                 }
                 released = true;
             }

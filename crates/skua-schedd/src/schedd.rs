@@ -829,8 +829,7 @@ impl Schedd {
 
     /// Jobs marked running (or removed while running) in the queue.
     fn interrupted(&self) -> Vec<JobId> {
-        self
-            .queue
+        self.queue
             .jobs()
             .filter(|(id, _)| {
                 matches!(

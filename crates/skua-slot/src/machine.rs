@@ -586,11 +586,10 @@ impl Machine {
         } else {
             self.config.alive_interval
         };
-        Some(job_lease.unwrap_or_else(|| {
-            self.config
-                .max_claim_alives_missed
-                .saturating_mul(interval)
-        }))
+        Some(
+            job_lease
+                .unwrap_or_else(|| self.config.max_claim_alives_missed.saturating_mul(interval)),
+        )
     }
 
     /// Drops the claims whose lease ran out at `now` (their jobs are
@@ -1657,10 +1656,7 @@ mod tests {
         assert_eq!(a, vec![(slot.into(), Action::DropClaim)]);
         m.tick(34);
         assert_eq!(state_of(&m, slot), (State::Unclaimed, Activity::Idle));
-        assert!(matches!(
-            m.keep_alive(CLAIM, 35),
-            Err(Refusal::NotFound(_))
-        ));
+        assert!(matches!(m.keep_alive(CLAIM, 35), Err(Refusal::NotFound(_))));
     }
 
     #[test]

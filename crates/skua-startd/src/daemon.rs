@@ -639,8 +639,14 @@ impl Dialer {
                 Err(e) => Err(e.to_string()),
             };
             match r {
-                Ok(()) => tracing::info!("told the shadow at {addr} that job {}'s starter is gone", gone.job_id),
-                Err(e) => tracing::debug!("telling the shadow at {addr} that job {}'s starter is gone: {e}", gone.job_id),
+                Ok(()) => tracing::info!(
+                    "told the shadow at {addr} that job {}'s starter is gone",
+                    gone.job_id
+                ),
+                Err(e) => tracing::debug!(
+                    "telling the shadow at {addr} that job {}'s starter is gone: {e}",
+                    gone.job_id
+                ),
             }
         });
     }
@@ -702,10 +708,7 @@ impl Shell {
                 }
                 Action::KillStarterTree => {
                     if let Some(st) = self.starters.get(&slot) {
-                        tracing::warn!(
-                            "{slot}: killing starter {} and its job outright",
-                            st.pid
-                        );
+                        tracing::warn!("{slot}: killing starter {} and its job outright", st.pid);
                         kill_group_of(&pgid_file(&self.setup.execute, st.pid));
                         if let Ok(pid) = i32::try_from(st.pid) {
                             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
@@ -928,8 +931,14 @@ impl Shell {
                     .and_then(|c| c.job.as_ref().map(|j| (c.id.clone(), j.clone())));
                 if let Some((claim_id, job)) = job {
                     let reason = match status {
-                        Some(s) => format!("the starter of job {} on {slot} exited without a report ({s})", job.job_id),
-                        None => format!("the starter of job {} on {slot} exited without a report", job.job_id),
+                        Some(s) => format!(
+                            "the starter of job {} on {slot} exited without a report ({s})",
+                            job.job_id
+                        ),
+                        None => format!(
+                            "the starter of job {} on {slot} exited without a report",
+                            job.job_id
+                        ),
                     };
                     self.dialer.starter_gone(
                         &job.shadow_addr,

@@ -103,16 +103,31 @@ fn a_schedd_killed_under_running_jobs_never_runs_a_job_twice_at_once() {
     while !(restarted && queue_empty(&pool)) {
         for a in &args {
             let c = copies(a);
-            assert!(c.len() <= 1, "job `sleep {a}` runs twice at once: {c:?}\n{}", pool.logs());
+            assert!(
+                c.len() <= 1,
+                "job `sleep {a}` runs twice at once: {c:?}\n{}",
+                pool.logs()
+            );
         }
         restarted = restarted || pids_of(&pool, "schedd").iter().any(|p| *p != schedds[0]);
-        assert!(Instant::now() < deadline, "the jobs did not finish\n{}", pool.logs());
+        assert!(
+            Instant::now() < deadline,
+            "the jobs did not finish\n{}",
+            pool.logs()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Each completed exactly once: one history record, one termination
     // event; the run the crash interrupted was evicted, then ran again.
     let mut rows: Vec<String> = pool
-        .ok(&["history", "-af", "ProcId", "JobStatus", "ExitCode", "NumJobStarts"])
+        .ok(&[
+            "history",
+            "-af",
+            "ProcId",
+            "JobStatus",
+            "ExitCode",
+            "NumJobStarts",
+        ])
         .lines()
         .map(str::to_string)
         .collect();
