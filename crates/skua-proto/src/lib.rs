@@ -35,8 +35,8 @@ pub use schedd::{
 };
 pub use shadow::{
     BeginReply, EntryKind, InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage,
-    OutputFileMeta, RunOutcome, ShadowBegin, UpdateKind, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
-    STDOUT_NAME, TRANSFER_HEADER,
+    OutputFileMeta, RunOutcome, ShadowBegin, StarterGone, UpdateKind, EXECUTE_REPORT_DELAY_MS,
+    STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,

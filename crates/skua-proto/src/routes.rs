@@ -296,6 +296,14 @@ pub const SHADOW_EXIT: Route = Route {
     body: RequestBody::Buffered(AD_BODY_LIMIT),
 };
 
+/// `POST /shadow/starter_gone` with [`crate::StarterGone`] → [`crate::Ack`].
+pub const SHADOW_STARTER_GONE: Route = Route {
+    method: "POST",
+    path: "/shadow/starter_gone",
+    level: Some(AuthLevel::Daemon),
+    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
+};
+
 /// Every route defined so far.
 pub const ALL: &[Route] = &[
     HELLO,
@@ -327,6 +335,7 @@ pub const ALL: &[Route] = &[
     SHADOW_OUTPUT_FILE,
     SHADOW_UPDATE,
     SHADOW_EXIT,
+    SHADOW_STARTER_GONE,
 ];
 
 #[cfg(test)]

@@ -212,6 +212,22 @@ pub struct JobExit {
     pub executed: bool,
 }
 
+/// `POST /shadow/starter_gone` (DAEMON), from the startd: the starter of
+/// the job activated under `claim_id` exited without reporting the job's
+/// end (it was killed or crashed; the startd has killed what was left of
+/// the job). The shadow ends the run at once (the job goes back to Idle)
+/// instead of waiting for its keep-alives to notice. A notice for a run
+/// already reported, or for another job, changes nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StarterGone {
+    /// The claim.
+    pub claim_id: String,
+    /// `"C.P"`.
+    pub job_id: String,
+    /// How the starter ended (`killed by signal 9`...).
+    pub reason: String,
+}
+
 /// How long a starter waits after the job's process started before it
 /// sends the `executing` update; a job that ends sooner has its execution
 /// reported with its exit, which saves a round trip and a queue update per

@@ -54,6 +54,12 @@ pub struct ClaimRequest {
     pub job_ad: String,
     /// The schedd's address (`<ip:port>`).
     pub schedd_addr: String,
+    /// How often (seconds) the schedd will send keep-alives for this
+    /// claim (HTCondor's alive interval). Without a running job's
+    /// `JobLeaseDuration`, the claim's lease is `MAX_CLAIM_ALIVES_MISSED`
+    /// times this; 0: the startd's own `ALIVE_INTERVAL`.
+    #[serde(default)]
+    pub alive_interval_secs: u64,
 }
 
 /// The reply to [`ClaimRequest`].
@@ -111,10 +117,16 @@ pub struct ReleaseRequest {
 }
 
 /// `POST /startd/alive` (DAEMON): the schedd's periodic keep-alive for a
-/// claim it holds (HTCondor's `ALIVE_INTERVAL`); the startd answers with
-/// the claim's state, so the schedd learns when a starter died under a
-/// job. `NotFound`: the startd does not know the claim (it restarted, or
-/// released it).
+/// claim it holds (HTCondor's `ALIVE_INTERVAL`); it renews the claim's
+/// lease, and the startd answers with the claim's state, so the schedd
+/// learns when a starter died under a job. `NotFound`: the startd does not
+/// know the claim (it restarted, released it, or dropped it when its lease
+/// ran out).
+///
+/// The claim's lease: the running job's `JobLeaseDuration` when defined,
+/// else `MAX_CLAIM_ALIVES_MISSED` alive intervals. Every request naming
+/// the claim (claim, activate, deactivate, alive) renews it; a lease that
+/// runs out makes the startd kill the job and drop the claim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimAlive {
     /// The claim.

@@ -116,6 +116,8 @@ pub const IMMUTABLE: &[&str] = &[
     "TargetType",
     "User",
     "OsUser",
+    crate::run::CLAIM_ID,
+    crate::run::STARTD_IP_ADDR,
 ];
 
 /// Attributes only an administrator may change with `qedit`: the state the
@@ -156,10 +158,15 @@ pub(crate) fn is_in(list: &[&str], name: &str) -> bool {
     list.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
 
+/// Whether `name` is one of the schedd's private attributes ([`PRIVATE`]).
+pub fn is_private(name: &str) -> bool {
+    is_in(PRIVATE, name)
+}
+
 /// The attributes of a job's runs (see `Queue::plan_start` and friends).
 pub use crate::run::{
-    CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE, JOB_CURRENT_START_EXECUTING_DATE,
-    JOB_RUN_COUNT, JOB_START_DATE, LAST_MATCH_TIME, LAST_REMOTE_HOST, LAST_VACATE_REASON,
-    NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS, REMOTE_HOST, REMOTE_WALL_CLOCK_TIME,
-    RESIDENT_SET_SIZE, SHADOW_BDAY,
+    CLAIM_ID, CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE,
+    JOB_CURRENT_START_EXECUTING_DATE, JOB_RUN_COUNT, JOB_START_DATE, LAST_MATCH_TIME,
+    LAST_REMOTE_HOST, LAST_VACATE_REASON, NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS,
+    PRIVATE, REMOTE_HOST, REMOTE_WALL_CLOCK_TIME, RESIDENT_SET_SIZE, SHADOW_BDAY, STARTD_IP_ADDR,
 };

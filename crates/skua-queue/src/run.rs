@@ -14,6 +14,15 @@ use crate::{JobId, JobStatus, Queue, QueueError, Txn};
 pub const REMOTE_HOST: &str = "RemoteHost";
 /// The previous run's `RemoteHost`.
 pub const LAST_REMOTE_HOST: &str = "LastRemoteHost";
+/// The claim the current run holds (a secret: never shown by queries,
+/// never sent to a starter; see [`PRIVATE`]).
+pub const CLAIM_ID: &str = "ClaimId";
+/// The address (`<ip:port>`) of the startd holding the current run's
+/// claim.
+pub const STARTD_IP_ADDR: &str = "StartdIpAddr";
+/// Attributes the schedd keeps to itself (HTCondor's private
+/// attributes): left out of every ad it shows or sends.
+pub const PRIVATE: &[&str] = &[CLAIM_ID];
 /// When the job first started running.
 pub const JOB_START_DATE: &str = "JobStartDate";
 /// When the current run started.
@@ -111,6 +120,33 @@ impl Queue {
             p.set_int(id, counter, n.saturating_add(1));
         }
         Ok(p.finish())
+    }
+
+    /// The run of `id` holds claim `claim_id` at the startd `startd_addr`:
+    /// recorded with the start, so that a schedd restarted while the job
+    /// runs can release the claim (killing the old run) before the job is
+    /// matched again. Cleared when the run ends.
+    pub fn plan_claim(
+        &self,
+        id: JobId,
+        claim_id: &str,
+        startd_addr: &str,
+    ) -> Result<Txn, QueueError> {
+        self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        p.set_str(id, CLAIM_ID, claim_id);
+        p.set_str(id, STARTD_IP_ADDR, startd_addr);
+        Ok(p.finish())
+    }
+
+    /// The claim (id, startd address) recorded for the current run of the
+    /// job with this ad, if any (the job's own attributes only).
+    pub fn claim_of(ad: &classad::ClassAd) -> Option<(String, String)> {
+        let own = |name: &str| match ad.lookup_own_sym(classad::intern(name)) {
+            Some(Expr::Lit(v)) => v.as_string().filter(|s| !s.is_empty()),
+            _ => None,
+        };
+        Some((own(CLAIM_ID)?, own(STARTD_IP_ADDR)?))
     }
 
     /// The job's process started on `host` (the startd's address) in
@@ -319,6 +355,8 @@ impl Queue {
             p.set_str(id, LAST_REMOTE_HOST, &host);
             p.delete(id, ad, REMOTE_HOST);
         }
+        p.delete(id, ad, CLAIM_ID);
+        p.delete(id, ad, STARTD_IP_ADDR);
     }
 
     fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {

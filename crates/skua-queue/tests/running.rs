@@ -317,3 +317,63 @@ fn suspension_and_a_startd_hold() {
     assert_eq!(text(&q, id, "HoldReason").as_deref(), Some("too big"));
     assert_eq!(num(&q, id, "RemoteWallClockTime"), Some(50.0));
 }
+
+#[test]
+fn a_runs_claim_is_recorded_for_a_restart_then_cleared_and_never_qedited() {
+    let mut q = Queue::new();
+    // a claim id given at submission is not the run's
+    let c = submit(&mut q, "alice", vec![job("ClaimId = \"forged\""), job("")]);
+    let id = JobId::new(c, 0);
+    assert_eq!(Queue::claim_of(q.job(id).unwrap()), None);
+    let mut t = q.plan_start(id, "slot1@host", NOW).unwrap();
+    t.extend(
+        q.plan_claim(id, "claim-secret", "<127.0.0.1:7000>")
+            .unwrap(),
+    );
+    commit(&mut q, &t);
+    assert_eq!(
+        Queue::claim_of(q.job(id).unwrap()),
+        Some(("claim-secret".into(), "<127.0.0.1:7000>".into()))
+    );
+    // nobody may change it, not even an administrator
+    for name in ["ClaimId", "StartdIpAddr"] {
+        let r = q.plan_set_attr(
+            &skua_queue::Selector::Jobs(vec![id]),
+            &skua_queue::Actor::admin("root"),
+            name,
+            "\"other\"",
+            NOW + 1,
+        );
+        assert!(
+            matches!(r, Err(QueueError::PermissionDenied(_))),
+            "{name}: {r:?}"
+        );
+    }
+    let t = q
+        .plan_run_ended(
+            id,
+            &RunEnd::Evicted {
+                reason: "vacated".into(),
+            },
+            Rusage::default(),
+            5,
+            NOW + 5,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(id), Some(JobStatus::Idle));
+    assert_eq!(Queue::claim_of(q.job(id).unwrap()), None);
+    assert_eq!(text(&q, id, "StartdIpAddr"), None);
+    // an exit clears it too
+    let id = JobId::new(c, 1);
+    let mut t = q.plan_start(id, "slot2@host", NOW).unwrap();
+    t.extend(q.plan_claim(id, "claim-2", "<127.0.0.1:7000>").unwrap());
+    commit(&mut q, &t);
+    let exit = ExitInfo {
+        exit_code: Some(0),
+        ..ExitInfo::default()
+    };
+    let t = q.plan_exit(id, &exit, NOW + 9).unwrap();
+    commit(&mut q, &t);
+    assert!(q.job(id).is_none_or(|ad| Queue::claim_of(ad).is_none()));
+}

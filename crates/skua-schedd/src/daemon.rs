@@ -502,6 +502,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         started.elapsed()
     );
     let mut schedd = schedd;
+    // runs that hold a recorded claim wait for its release (below)
     match schedd.requeue_interrupted(now_secs()) {
         Ok(0) => {}
         Ok(n) => tracing::info!("{n} job(s) that ran before the restart are idle again"),
@@ -511,9 +512,15 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
         None => None,
     };
-    let alive = Duration::from_secs(
-        skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 10)?.max(1),
-    );
+    let alive = crate::lease::AliveConfig {
+        interval: Duration::from_secs(
+            skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 300)?.max(1),
+        ),
+        max_missed: u32::try_from(
+            skua_daemon::context::knob_u64(&ctx.config, "MAX_CLAIM_ALIVES_MISSED", 6)?.max(1),
+        )
+        .unwrap_or(u32::MAX),
+    };
     let mut shadows = Shadows::new(
         Dialer {
             token: ctx.daemon_token.clone(),
@@ -546,6 +553,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_OUTPUT_FILE, post(shadow::output_file))
         .command(&routes::SHADOW_UPDATE, post(shadow::update))
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
+        .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .with_state(shared.clone());
     let server = Server::new(ctx.server_config(), routes).context("schedd: server setup")?;
     let handle = server.spawn(vec![tcp, unix]);
@@ -560,6 +568,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let addr_file = ctx.address_file()?;
     skua_daemon::write_address_file(&addr_file, addr)?;
     tracing::info!("schedd listening on {addr} and {}", sock.display());
+    crate::lease::release_interrupted(&shared);
 
     let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")

@@ -722,14 +722,26 @@ impl Schedd {
         found
     }
 
-    /// The job's whole ad (its cluster's attributes merged in).
+    /// The job's whole ad (its cluster's attributes merged in), without
+    /// the schedd's private attributes (`ClaimId`): what may be shown or
+    /// sent to a startd and a starter.
     pub fn job_ad(&self, id: JobId) -> Option<ClassAd> {
-        self.queue.job(id).map(ClassAd::flatten)
+        self.queue.job(id).map(public_ad)
     }
 
-    /// A shadow claimed `slot` for `id`: Running.
-    pub fn start_run(&mut self, id: JobId, slot: &str, now: i64) -> Result<(), ScheddError> {
-        let txn = self.queue.plan_start(id, slot, now)?;
+    /// A shadow claimed `slot` for `id` under `claim_id` at the startd
+    /// `startd_addr`: Running, with the claim recorded (in the same
+    /// transaction) for a restart.
+    pub fn start_run(
+        &mut self,
+        id: JobId,
+        slot: &str,
+        claim_id: &str,
+        startd_addr: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let mut txn = self.queue.plan_start(id, slot, now)?;
+        txn.extend(self.queue.plan_claim(id, claim_id, startd_addr)?);
         self.commit_as(txn, now, Sync::Relaxed)
     }
 
@@ -788,23 +800,34 @@ impl Schedd {
         self.commit_then_policy(txn, now)
     }
 
-    /// Jobs still marked running from before a restart go back to Idle
-    /// (their shadows are gone); returns how many.
+    /// The runs interrupted by a restart whose claim is recorded: the job,
+    /// its claim id, its startd's address and its (public) ad. Their old
+    /// run may still go on at the startd: the job must not be matched
+    /// again before that claim is released (see `lease.rs`).
+    pub fn interrupted_claims(&self) -> Vec<(JobId, String, String, ClassAd)> {
+        self.interrupted()
+            .into_iter()
+            .filter_map(|id| {
+                let ad = self.queue.job(id)?;
+                let (claim, startd) = Queue::claim_of(ad)?;
+                Some((id, claim, startd, public_ad(ad)))
+            })
+            .collect()
+    }
+
+    /// Jobs still marked running from before a restart whose run holds no
+    /// recorded claim go back to Idle (their shadows are gone); returns
+    /// how many. Those with a claim wait for its release
+    /// ([`Schedd::interrupted_claims`], [`Schedd::requeue_released`]).
     pub fn requeue_interrupted(&mut self, now: i64) -> Result<usize, ScheddError> {
         let ids: Vec<JobId> = self
-            .queue
-            .jobs()
-            .filter(|(id, _)| {
-                matches!(
-                    self.queue.status(*id),
-                    Some(JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput)
-                ) || (self.queue.status(*id) == Some(JobStatus::Removed)
-                    && self.queue.job(*id).is_some_and(|ad| {
-                        ad.lookup(skua_queue::attr::JOB_CURRENT_START_DATE)
-                            .is_some()
-                    }))
+            .interrupted()
+            .into_iter()
+            .filter(|id| {
+                self.queue
+                    .job(*id)
+                    .is_none_or(|ad| Queue::claim_of(ad).is_none())
             })
-            .map(|(id, _)| id)
             .collect();
         let end = skua_queue::RunEnd::Evicted {
             reason: "the schedd restarted while the job ran".into(),
@@ -817,6 +840,61 @@ impl Schedd {
         }
         Ok(ids.len())
     }
+
+    /// The run of `id` interrupted by a restart is over: its claim was
+    /// released at the startd (or its lease surely ran out there). The job
+    /// goes back to Idle (a removed one leaves the queue) unless a newer
+    /// run holds another claim.
+    pub fn requeue_released(
+        &mut self,
+        id: JobId,
+        claim_id: &str,
+        reason: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let same = self
+            .queue
+            .job(id)
+            .and_then(Queue::claim_of)
+            .is_some_and(|(c, _)| c == claim_id);
+        if !same {
+            return Ok(());
+        }
+        let end = skua_queue::RunEnd::Evicted {
+            reason: reason.to_string(),
+        };
+        let txn = self
+            .queue
+            .plan_run_ended(id, &end, skua_queue::Rusage::default(), 0, now)?;
+        self.commit(txn, now)
+    }
+
+    /// Jobs marked running (or removed while running) in the queue.
+    fn interrupted(&self) -> Vec<JobId> {
+        self.queue
+            .jobs()
+            .filter(|(id, _)| {
+                matches!(
+                    self.queue.status(*id),
+                    Some(JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput)
+                ) || (self.queue.status(*id) == Some(JobStatus::Removed)
+                    && self.queue.job(*id).is_some_and(|ad| {
+                        ad.lookup(skua_queue::attr::JOB_CURRENT_START_DATE)
+                            .is_some()
+                    }))
+            })
+            .map(|(id, _)| id)
+            .collect()
+    }
+}
+
+/// The merged ad without the private attributes.
+fn public_ad(ad: &ClassAd) -> ClassAd {
+    let mut flat = ad.flatten();
+    for name in skua_queue::attr::PRIVATE {
+        flat.remove(name);
+    }
+    flat
 }
 
 /// Which jobs a query selects: every part given must hold; the ids,
@@ -862,7 +940,7 @@ fn set_now(ev: &mut Evaluator, now: i64) {
 }
 
 fn history_row(id: JobId, ad: &ClassAd, now: i64) -> HistoryRow {
-    let flat = ad.flatten();
+    let flat = public_ad(ad);
     HistoryRow {
         cluster: id.cluster,
         proc: id.proc,
@@ -903,10 +981,13 @@ pub fn select_jobs(
 /// The ad (merged with its cluster ad) or only the named attributes of it.
 pub fn project(ad: &ClassAd, projection: &[String]) -> String {
     if projection.is_empty() {
-        return classad::unparse_ad(&ad.flatten());
+        return classad::unparse_ad(&public_ad(ad));
     }
     let mut out = ClassAd::new();
     for name in projection {
+        if skua_queue::attr::is_private(name) {
+            continue;
+        }
         if let Some(e) = ad.lookup(name) {
             out.insert(name.as_str(), e.clone());
         }

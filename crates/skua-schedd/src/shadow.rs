@@ -5,9 +5,12 @@
 //! on the same claim (claim reuse) or releases the claim.
 //!
 //! The starter's requests (`/shadow/*`) find their run by claim id. The
-//! claim task watches its startd with `/startd/alive` every
-//! `ALIVE_INTERVAL` seconds: a startd that forgot the claim or a starter
-//! that went away without reporting puts the job back to Idle.
+//! claim task keeps the claim alive and watches its startd with
+//! `/startd/alive` at the claim's keep-alive interval (see `lease.rs`): a
+//! startd that forgot the claim, a starter that went away without
+//! reporting (the startd also says so at once, `/shadow/starter_gone`), or
+//! a startd silent for the claim's whole lease puts the job back to
+//! Idle.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -24,12 +27,13 @@ use skua_proto::{
     routes, Ack, ActivateRequest, BeginReply, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
     DeactivateRequest, InputFileRequest, JobExit, JobUpdate, MatchInfo, Matches, OutputFileMeta,
     ReleaseRequest, ResourceRequest, ResourceRequests, ResourceRequestsReply, RunOutcome,
-    ShadowBegin, UpdateKind, TRANSFER_HEADER,
+    ShadowBegin, StarterGone, UpdateKind, TRANSFER_HEADER,
 };
 use skua_queue::{ExitInfo, JobId, RunEnd, Rusage};
 use tokio::sync::{oneshot, Notify};
 
 use crate::daemon::{with_schedd, Shared};
+use crate::lease::AliveConfig;
 use crate::sandbox::{self, InputPlan};
 
 /// Timeout of a call to a startd.
@@ -87,7 +91,7 @@ pub(crate) struct Dialer {
 }
 
 impl Dialer {
-    fn client(&self, address: &str, timeout: Duration) -> Result<Client, String> {
+    pub(crate) fn client(&self, address: &str, timeout: Duration) -> Result<Client, String> {
         skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
             .map_err(|e| e.to_string())
     }
@@ -101,7 +105,8 @@ pub(crate) struct Shadows {
     /// This schedd's address (`<ip:port>`), known once it listens.
     pub addr: OnceLock<String>,
     pub dialer: Dialer,
-    pub alive_interval: Duration,
+    /// `ALIVE_INTERVAL` and `MAX_CLAIM_ALIVES_MISSED`.
+    pub alive: AliveConfig,
     /// This schedd's `UID_DOMAIN`, given to the starter with each job
     /// (`UidDomain`): an execute host in the same domain runs the job as
     /// its owner.
@@ -111,13 +116,13 @@ pub(crate) struct Shadows {
 }
 
 impl Shadows {
-    pub(crate) fn new(dialer: Dialer, alive_interval: Duration) -> Shadows {
+    pub(crate) fn new(dialer: Dialer, alive: AliveConfig) -> Shadows {
         Shadows {
             runs: Mutex::new(HashMap::new()),
             busy: Mutex::new(HashSet::new()),
             addr: OnceLock::new(),
             dialer,
-            alive_interval,
+            alive,
             uid_domain: String::new(),
             as_user: AsUser::new(),
         }
@@ -248,10 +253,14 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
         release(&st, &info.startd_addr, &info.claim_id).await;
         return;
     };
+    // the claim's keep-alive interval, announced to the startd (its
+    // lease without a job lease is MAX_CLAIM_ALIVES_MISSED of them)
+    let mut interval = shadows.alive.interval_for(&first_ad);
     let request = ClaimRequest {
         claim_id: info.claim_id.clone(),
         job_ad: first_ad.to_string(),
         schedd_addr: addr.clone(),
+        alive_interval_secs: interval.as_secs(),
     };
     let mut claimed: Result<ClaimReply, _> =
         client.command(&routes::STARTD_CLAIM, Some(&request)).await;
@@ -277,7 +286,7 @@ async fn claim_task(st: Shared, info: MatchInfo, slot_ad: ClassAd, owner: String
     tracing::info!("claimed {slot} for {owner}");
     let mut job = first;
     loop {
-        let outcome = run_one(&st, &client, &info, &slot, &addr, job).await;
+        let outcome = run_one(&st, &client, &info, &slot, &addr, job, &mut interval).await;
         shadows.busy().remove(&job);
         if let Err(e) = outcome {
             tracing::info!("claim on {slot}: {e}; releasing it");
@@ -344,7 +353,8 @@ async fn wait_until_idle(client: &Client, claim_id: &str) -> Result<(), String> 
     }
 }
 
-/// Runs `job` under the claim. `Err`: the claim is no longer usable.
+/// Runs `job` under the claim, keeping it alive every `interval` (lowered
+/// for a job with a shorter lease). `Err`: the claim is no longer usable.
 async fn run_one(
     st: &Shared,
     client: &Client,
@@ -352,11 +362,13 @@ async fn run_one(
     slot: &str,
     addr: &str,
     job: JobId,
+    interval: &mut Duration,
 ) -> Result<(), String> {
     let shadows = st.shadows.clone();
     let slot_name = slot.to_string();
+    let (claim_id, startd_addr) = (info.claim_id.clone(), info.startd_addr.clone());
     let started = with_schedd(st, move |s| {
-        s.start_run(job, &slot_name, now_secs())?;
+        s.start_run(job, &slot_name, &claim_id, &startd_addr, now_secs())?;
         Ok(s.job_ad(job))
     })
     .await;
@@ -430,7 +442,9 @@ async fn run_one(
         )
         .await);
     }
-    let result = watch_run(st, client, info, job, done_rx, vacate).await;
+    *interval = (*interval).min(shadows.alive.interval_for(&job_ad));
+    let lease = shadows.alive.lease_for(&job_ad, *interval);
+    let result = watch_run(client, info, job, done_rx, vacate, *interval, lease).await;
     shadows.runs().remove(&info.claim_id);
     match result {
         RunResult::Reported { reusable: true } => Ok(()),
@@ -439,18 +453,24 @@ async fn run_one(
     }
 }
 
-/// Waits for the run's report, keeping the claim alive and watching it.
+/// Waits for the run's report, keeping the claim alive every `interval`
+/// and watching it. A startd that does not answer for the claim's whole
+/// `lease` has killed the job (HTCondor's rule): the run is lost then,
+/// not before, so the job never runs twice at once.
 async fn watch_run(
-    st: &Shared,
     client: &Client,
     info: &MatchInfo,
     job: JobId,
     mut done: oneshot::Receiver<RunResult>,
     vacate: Arc<Notify>,
+    interval: Duration,
+    lease: Duration,
 ) -> RunResult {
-    let mut tick = tokio::time::interval(st.shadows.alive_interval);
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     let mut misses = 0u32;
+    let mut last_answer = tokio::time::Instant::now();
     loop {
         tokio::select! {
             r = &mut done => {
@@ -472,6 +492,9 @@ async fn watch_run(
                 let status: Result<ClaimStatus, _> = client
                     .command(&routes::STARTD_ALIVE, Some(&ClaimAlive { claim_id: info.claim_id.clone() }))
                     .await;
+                if status.is_ok() {
+                    last_answer = tokio::time::Instant::now();
+                }
                 match status {
                     Ok(s) if s.job_id.as_deref() == Some(&job.to_string()) => misses = 0,
                     Ok(_) => {
@@ -486,10 +509,19 @@ async fn watch_run(
                         return RunResult::Lost(format!("the startd of {} no longer knows the claim", info.slot));
                     }
                     Err(e) => {
-                        misses += 1;
-                        if misses >= 3 {
-                            return RunResult::Lost(format!("the startd of {} does not answer: {e}", info.slot));
+                        let silent = last_answer.elapsed();
+                        if silent >= lease {
+                            return RunResult::Lost(format!(
+                                "the startd of {} has not answered for {} s, the claim's lease: {e}",
+                                info.slot,
+                                silent.as_secs()
+                            ));
                         }
+                        tracing::warn!(
+                            "job {job}: the startd of {} does not answer ({e}); the claim's lease ends in {} s",
+                            info.slot,
+                            (lease - silent).as_secs()
+                        );
                     }
                 }
             }
@@ -520,6 +552,28 @@ async fn end_run(st: &Shared, job: JobId, end: RunEnd) {
     }
     st.changed.notify_one();
     st.reschedule.notify_one();
+}
+
+/// `/shadow/starter_gone`: the startd says the starter of the job under
+/// the claim exited without a report. The run is lost now (a report that
+/// already arrived wins).
+pub(crate) async fn starter_gone(
+    State(st): State<Shared>,
+    Json(g): Json<StarterGone>,
+) -> Result<Json<Ack>, ApiError> {
+    let done = {
+        let mut runs = st.shadows.runs();
+        let run = runs.get_mut(&g.claim_id).ok_or_else(unknown_claim)?;
+        if run.job.to_string() != g.job_id {
+            return Err(unknown_claim());
+        }
+        run.done.take()
+    };
+    if let Some(tx) = done {
+        tracing::warn!("job {}: {}", g.job_id, g.reason);
+        let _ = tx.send(RunResult::Lost(g.reason));
+    }
+    Ok(Json(Ack {}))
 }
 
 // ---------------------------------------------------------------------

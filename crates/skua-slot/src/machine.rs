@@ -44,6 +44,13 @@ pub struct StartdConfig {
     pub max_vacate_secs: i64,
     /// `POLLING_INTERVAL` (seconds): how often the policy is evaluated.
     pub polling_interval: i64,
+    /// `ALIVE_INTERVAL` (seconds, HTCondor's default 300): the keep-alive
+    /// interval assumed for a claim whose schedd did not say its own.
+    pub alive_interval: i64,
+    /// `MAX_CLAIM_ALIVES_MISSED` (default 6): a claim without a running
+    /// job's `JobLeaseDuration` lasts this many alive intervals without a
+    /// keep-alive.
+    pub max_claim_alives_missed: i64,
 }
 
 /// The policy knobs: knob name, slot ad attribute, HTCondor's default,
@@ -228,6 +235,8 @@ impl StartdConfig {
             claim_worklife: int("CLAIM_WORKLIFE", -1)?,
             max_vacate_secs,
             polling_interval: int("POLLING_INTERVAL", 5)?.max(1),
+            alive_interval: int("ALIVE_INTERVAL", 300)?.max(1),
+            max_claim_alives_missed: int("MAX_CLAIM_ALIVES_MISSED", 6)?.max(1),
         })
     }
 }
@@ -273,6 +282,12 @@ pub struct Claim {
     /// The job ad of the claim or of the last activation.
     pub job_ad: Option<ClassAd>,
     pub job: Option<RunningJob>,
+    /// When the claim's schedd last renewed its lease (claimed it,
+    /// activated it, sent a keep-alive).
+    pub renewed: i64,
+    /// The keep-alive interval the schedd announced when it claimed the
+    /// slot (seconds; 0: none, `ALIVE_INTERVAL` applies).
+    pub alive_interval: i64,
 }
 
 impl Claim {
@@ -286,6 +301,8 @@ impl Claim {
             claimed_at: None,
             job_ad: None,
             job: None,
+            renewed: now,
+            alive_interval: 0,
         }
     }
 }
@@ -516,6 +533,93 @@ impl Machine {
                 .map(|j| j.job_id.clone())
         };
         Ok((slot.name.clone(), slot.status, job))
+    }
+
+    /// The schedd's keep-alive for claim `id` (`/startd/alive`): renews
+    /// the claim's lease and returns what [`Machine::claim_status`] does.
+    pub fn keep_alive(
+        &mut self,
+        id: &str,
+        now: i64,
+    ) -> Result<(String, Status, Option<String>), Refusal> {
+        let status = self.claim_status(id)?;
+        self.renew(id, now);
+        Ok(status)
+    }
+
+    /// Renews the lease of claim `id` (a claimed claim) at `now`.
+    fn renew(&mut self, id: &str, now: i64) {
+        if let Some((i, false)) = self.find_claim(id) {
+            if let Some(c) = self.slots[i].claim.as_mut() {
+                c.renewed = c.renewed.max(now);
+            }
+        }
+    }
+
+    /// Records the keep-alive interval the schedd announced for claim
+    /// `id` (seconds; 0 or less: none).
+    pub fn set_alive_interval(&mut self, id: &str, secs: i64) {
+        if let Some((i, false)) = self.find_claim(id) {
+            if let Some(c) = self.slots[i].claim.as_mut() {
+                c.alive_interval = secs.max(0);
+            }
+        }
+    }
+
+    /// The length of the lease of slot `i`'s claim, in seconds (`None`:
+    /// no claimed claim). HTCondor's rule: the running job's
+    /// `JobLeaseDuration` when it is defined and positive; otherwise
+    /// `MAX_CLAIM_ALIVES_MISSED` keep-alive intervals (the schedd's, or
+    /// `ALIVE_INTERVAL` when it announced none).
+    pub fn claim_lease(&self, i: usize, now: i64) -> Option<i64> {
+        let c = self.slots.get(i)?.claim.as_ref()?;
+        c.claimed_at?;
+        let job_lease = c.job.as_ref().and_then(|j| {
+            match evaluator(now).eval_attr("JobLeaseDuration", &j.job_ad, None) {
+                Value::Int(n) if n > 0 => Some(n),
+                Value::Real(r) if r.is_finite() && r >= 1.0 => Some(r as i64),
+                _ => None,
+            }
+        });
+        let interval = if c.alive_interval > 0 {
+            c.alive_interval
+        } else {
+            self.config.alive_interval
+        };
+        Some(
+            job_lease
+                .unwrap_or_else(|| self.config.max_claim_alives_missed.saturating_mul(interval)),
+        )
+    }
+
+    /// Drops the claims whose lease ran out at `now` (their jobs are
+    /// killed). Each expiry is announced by [`Action::LeaseExpired`]
+    /// before the actions carrying it out.
+    fn expire_leases(&mut self, now: i64) -> Vec<(String, Action)> {
+        let mut out = Vec::new();
+        let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
+        for name in names {
+            let Some(i) = self.index(&name) else { continue };
+            let Some(lease) = self.claim_lease(i, now) else {
+                continue;
+            };
+            let s = &self.slots[i];
+            let expired = s.claim.as_ref().is_some_and(|c| now - c.renewed >= lease);
+            let killing = s.status.state == State::Preempting && s.status.starter_killed;
+            if !expired || killing {
+                continue;
+            }
+            let before = s.status;
+            let Ok(actions) = self.apply(i, Event::LeaseExpired, now) else {
+                continue;
+            };
+            if self.slots.get(i).is_some_and(|s| s.status == before) && actions.is_empty() {
+                continue;
+            }
+            out.push((name.clone(), Action::LeaseExpired { lease_secs: lease }));
+            out.extend(self.settle(i, actions, now));
+        }
+        out
     }
 
     fn not_found() -> Refusal {
@@ -849,6 +953,7 @@ impl Machine {
             let s = &mut self.slots[i];
             if let Some(c) = s.claim.as_mut() {
                 c.claimed_at = Some(now);
+                c.renewed = now;
                 c.job_ad = Some(job_ad.clone());
                 if !schedd_addr.is_empty() {
                     c.schedd_addr = schedd_addr.to_string();
@@ -866,6 +971,7 @@ impl Machine {
             .ok_or_else(Self::not_found)?;
         let mut claim = p.pending.remove(pos);
         claim.claimed_at = Some(now);
+        claim.renewed = now;
         claim.job_ad = Some(job_ad.clone());
         if !schedd_addr.is_empty() {
             claim.schedd_addr = schedd_addr.to_string();
@@ -944,6 +1050,7 @@ impl Machine {
         check_claim(&ad, job_ad, now).map_err(Refusal::Conflict)?;
         self.apply(i, Event::Activate, now)?;
         if let Some(c) = self.slots[i].claim.as_mut() {
+            c.renewed = c.renewed.max(now);
             c.job_ad = Some(job_ad.clone());
             c.job = Some(RunningJob {
                 job_ad: job_ad.clone(),
@@ -974,6 +1081,7 @@ impl Machine {
         now: i64,
     ) -> Result<Vec<(String, Action)>, Refusal> {
         let i = self.claimed(claim_id)?;
+        self.renew(claim_id, now);
         let actions = self.apply(i, Event::Deactivate { graceful }, now)?;
         Ok(self.settle(i, actions, now))
     }
@@ -1010,17 +1118,17 @@ impl Machine {
         }
     }
 
-    /// Time passes (every `POLLING_INTERVAL`): matches and idle claims
-    /// time out, latches are updated and every slot's policy is evaluated
-    /// until it settles.
+    /// Time passes (every `POLLING_INTERVAL`): matches, claim leases and
+    /// idle claims time out, latches are updated and every slot's policy
+    /// is evaluated until it settles.
     pub fn tick(&mut self, now: i64) -> Vec<(String, Action)> {
         let timeout = self.config.timeouts.match_timeout;
         for s in &mut self.slots {
             s.pending.retain(|c| now - c.matched_at < timeout);
         }
+        let mut out = self.expire_leases(now);
         self.update_latches(now);
         let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
-        let mut out = Vec::new();
         for name in names {
             out.extend(self.evaluate_slot_named(&name, now));
         }
@@ -1515,6 +1623,70 @@ mod tests {
         assert!(m.tick(59).is_empty());
         let a = m.tick(60);
         assert_eq!(a, vec![("slot2@node.example".into(), Action::DropClaim)]);
+    }
+
+    #[test]
+    fn a_claim_without_keep_alives_is_dropped_after_its_lease() {
+        let slot = "slot1@node.example";
+        // no JobLeaseDuration: MAX_CLAIM_ALIVES_MISSED x the schedd's
+        // announced interval (3 x 4 = 12 s)
+        let mut m = machine(&[("MAX_CLAIM_ALIVES_MISSED", "3"), ("ALIVE_INTERVAL", "300")]);
+        m.match_notice(slot, CLAIM, "a@d", "", 0).unwrap();
+        m.claim(CLAIM, &simple_job(), "", 10).unwrap();
+        m.set_alive_interval(CLAIM, 4);
+        assert_eq!(m.claim_lease(0, 10), Some(12));
+        m.activate(CLAIM, &simple_job(), "1.0", "", 11).unwrap();
+        // keep-alives renew it
+        m.keep_alive(CLAIM, 20).unwrap();
+        assert!(m.tick(31).is_empty());
+        assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Busy));
+        // none for 12 s: the job is killed, then the claim goes
+        let a = m.tick(32);
+        assert_eq!(
+            a,
+            vec![
+                (slot.into(), Action::LeaseExpired { lease_secs: 12 }),
+                (slot.into(), Action::KillStarterTree)
+            ]
+        );
+        assert_eq!(state_of(&m, slot), (State::Preempting, Activity::Killing));
+        // announced once
+        assert!(m.tick(33).is_empty());
+        let a = m.starter_exited(slot, 34);
+        assert_eq!(a, vec![(slot.into(), Action::DropClaim)]);
+        m.tick(34);
+        assert_eq!(state_of(&m, slot), (State::Unclaimed, Activity::Idle));
+        assert!(matches!(m.keep_alive(CLAIM, 35), Err(Refusal::NotFound(_))));
+    }
+
+    #[test]
+    fn the_running_jobs_lease_duration_is_the_claims_lease() {
+        let slot = "slot1@node.example";
+        let mut m = machine(&[]);
+        m.match_notice(slot, CLAIM, "a@d", "", 0).unwrap();
+        m.claim(CLAIM, &simple_job(), "", 0).unwrap();
+        // no announced interval: HTCondor's defaults, 6 x 300 s
+        assert_eq!(m.claim_lease(0, 0), Some(1800));
+        let mut j = simple_job();
+        j.insert_value("JobLeaseDuration", 20);
+        m.activate(CLAIM, &j, "1.0", "", 0).unwrap();
+        assert_eq!(m.claim_lease(0, 0), Some(20));
+        assert!(m.tick(19).is_empty());
+        let a = m.tick(20);
+        assert_eq!(a[0], (slot.into(), Action::LeaseExpired { lease_secs: 20 }));
+        // an idle claim goes at once, to Owner then Unclaimed
+        let mut m = machine(&[("ALIVE_INTERVAL", "5")]);
+        m.match_notice(slot, CLAIM, "a@d", "", 0).unwrap();
+        m.claim(CLAIM, &simple_job(), "", 0).unwrap();
+        let a = m.tick(30);
+        assert_eq!(
+            a,
+            vec![
+                (slot.into(), Action::LeaseExpired { lease_secs: 30 }),
+                (slot.into(), Action::DropClaim)
+            ]
+        );
+        assert_eq!(state_of(&m, slot), (State::Unclaimed, Activity::Idle));
     }
 
     #[test]

@@ -315,6 +315,10 @@ pub enum Event {
     Drain,
     /// Draining is cancelled (`skua drain -cancel`).
     CancelDrain,
+    /// The claim's lease ran out: its schedd sent no keep-alive for the
+    /// lease's length. The job is killed and the claim dropped (the slot
+    /// goes to Owner, then Unclaimed unless IS_OWNER holds).
+    LeaseExpired,
     /// Time passes (POLLING_INTERVAL): the policy is evaluated.
     Tick,
 }
@@ -329,8 +333,8 @@ pub enum Action {
     SoftKillStarter,
     /// Kill the job at once (SIGQUIT to the starter).
     HardKillStarter,
-    /// `KILLING_TIMEOUT` ran out: SIGKILL the starter and the job's
-    /// process group.
+    /// `KILLING_TIMEOUT` ran out, or the claim's lease did: SIGKILL the
+    /// starter and the job's process group.
     KillStarterTree,
     /// Stop the job's processes (SIGUSR1 to the starter: SIGSTOP to the
     /// job's process group).
@@ -344,6 +348,10 @@ pub enum Action {
     DropClaim,
     /// The preempting claim takes the slot (after [`Action::DropClaim`]).
     PromoteClaim,
+    /// The claim's lease (this many seconds) ran out without a keep-alive
+    /// from its schedd: announced (by [`crate::Machine`]) before the kill
+    /// and the claim drop that follow.
+    LeaseExpired { lease_secs: i64 },
 }
 
 /// Why an event does not apply in the slot's current state.
@@ -527,6 +535,40 @@ pub fn step(
             (n, vec![])
         }
         (_, _, Event::CancelDrain) => (s, vec![]),
+        // ---- the claim's lease ran out: its schedd is gone, so the
+        // starter (which would wait to report to it) and the job are
+        // killed outright
+        (Claimed, Busy | Suspended | Retiring, Event::LeaseExpired) => {
+            let mut n = s;
+            if n.after != After::NewClaim && n.after != After::Drained {
+                n.after = After::Owner;
+            }
+            let mut n = n.to(Preempting, Killing, now);
+            n.starter_killed = true;
+            (n, vec![Action::KillStarterTree])
+        }
+        (Preempting, _, Event::LeaseExpired) => {
+            let mut n = s;
+            if matches!(n.after, After::ClaimedIdle | After::Unclaimed) {
+                n.after = After::Owner;
+            }
+            if s.starter_killed {
+                (n, vec![])
+            } else {
+                let mut n = n.to(Preempting, Killing, now);
+                n.starter_killed = true;
+                (n, vec![Action::KillStarterTree])
+            }
+        }
+        (Claimed, Idle, Event::LeaseExpired) | (Matched, _, Event::LeaseExpired) => {
+            let mut n = s;
+            n.after = match s.after {
+                After::NewClaim | After::Drained => s.after,
+                _ => After::Owner,
+            };
+            finish(n, now)
+        }
+        (_, _, Event::LeaseExpired) => (s, vec![]),
         // ---- time passes: the policy
         (_, _, Event::Tick) => tick(s, p, now, t),
     };
@@ -850,6 +892,46 @@ mod tests {
                 &[Action::DropClaim],
             ),
         ]);
+    }
+
+    #[test]
+    fn an_expired_lease_kills_the_job_and_drops_the_claim() {
+        // busy: hard kill, then Owner once the starter is gone (IS_OWNER
+        // false brings it back to Unclaimed at the next evaluation)
+        let s = run(&[
+            (0, Event::Claim, Claimed, Idle, &[]),
+            (1, Event::Activate, Claimed, Busy, &[Action::SpawnStarter]),
+            (
+                9,
+                Event::LeaseExpired,
+                Preempting,
+                Killing,
+                &[Action::KillStarterTree],
+            ),
+            (9, Event::LeaseExpired, Preempting, Killing, &[]),
+            (10, Event::StarterExited, Owner, Idle, &[Action::DropClaim]),
+        ]);
+        let (s, _) = settle(s, &dflt(), 11);
+        assert_eq!((s.state, s.activity), (Unclaimed, Idle));
+        // an idle claim goes at once
+        run(&[
+            (0, Event::Claim, Claimed, Idle, &[]),
+            (5, Event::LeaseExpired, Owner, Idle, &[Action::DropClaim]),
+        ]);
+        // a slot being vacated softly is killed outright
+        let (v, _) = go(busy(0), &dflt(), Event::Deactivate { graceful: true }, 1);
+        assert_eq!((v.state, v.activity), (Preempting, Vacating));
+        let (k, a) = go(v, &dflt(), Event::LeaseExpired, 2);
+        assert_eq!((k.state, k.activity), (Preempting, Killing));
+        assert_eq!(a, vec![Action::KillStarterTree]);
+        // and KILLING_TIMEOUT does not kill it a second time
+        let (_, a) = go(k, &dflt(), Event::Tick, 40);
+        assert!(a.is_empty(), "{a:?}");
+        let (o, a) = go(k, &dflt(), Event::StarterExited, 3);
+        assert_eq!((o.state, a), (Owner, vec![Action::DropClaim]));
+        // nothing to expire on an unclaimed slot
+        let (u, a) = go(Status::new(0), &dflt(), Event::LeaseExpired, 1);
+        assert_eq!((u.state, a), (Unclaimed, vec![]));
     }
 
     #[test]

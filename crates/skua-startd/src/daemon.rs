@@ -22,7 +22,7 @@ use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, AdUpdate, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
     DeactivateRequest, DrainRequest, Invalidate, MatchNotice, ReleaseRequest, SlotStates,
-    StarterDone, StarterHold, StarterSpec, VacateRequest,
+    StarterDone, StarterGone, StarterHold, StarterSpec, VacateRequest,
 };
 use skua_slot::{Action, Machine, Refusal, StartdConfig};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -610,6 +610,48 @@ fn run_cron(job: CronJob, events: mpsc::Sender<Event>) {
     });
 }
 
+/// What the startd needs to call shadows (schedds).
+#[derive(Clone)]
+struct Dialer {
+    token: Option<String>,
+    ca_pem: Option<String>,
+}
+
+impl Dialer {
+    /// Tells the shadow at `shadow_addr` that the starter of `job_id`
+    /// under `claim_id` is gone without a report (in the background; a
+    /// schedd that does not answer learns it from its keep-alives).
+    fn starter_gone(&self, shadow_addr: &str, gone: StarterGone) {
+        let client = skua_daemon::context::client_at(
+            shadow_addr,
+            self.token.clone(),
+            self.ca_pem.clone(),
+            Duration::from_secs(10),
+        );
+        let addr = shadow_addr.to_string();
+        tokio::spawn(async move {
+            let r = match client {
+                Ok(c) => c
+                    .command::<_, Ack>(&routes::SHADOW_STARTER_GONE, Some(&gone))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match r {
+                Ok(()) => tracing::info!(
+                    "told the shadow at {addr} that job {}'s starter is gone",
+                    gone.job_id
+                ),
+                Err(e) => tracing::debug!(
+                    "telling the shadow at {addr} that job {}'s starter is gone: {e}",
+                    gone.job_id
+                ),
+            }
+        });
+    }
+}
+
 /// The loop's state besides the machine.
 struct Shell {
     machine: Machine,
@@ -617,6 +659,7 @@ struct Shell {
     setup: StarterSetup,
     events: mpsc::Sender<Event>,
     cron: BTreeMap<String, BTreeMap<String, Expr>>,
+    dialer: Dialer,
 }
 
 impl Shell {
@@ -665,10 +708,7 @@ impl Shell {
                 }
                 Action::KillStarterTree => {
                     if let Some(st) = self.starters.get(&slot) {
-                        tracing::warn!(
-                            "{slot}: KILLING_TIMEOUT ran out; killing starter {} and its job",
-                            st.pid
-                        );
+                        tracing::warn!("{slot}: killing starter {} and its job outright", st.pid);
                         kill_group_of(&pgid_file(&self.setup.execute, st.pid));
                         if let Ok(pid) = i32::try_from(st.pid) {
                             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
@@ -676,6 +716,10 @@ impl Shell {
                     }
                 }
                 Action::DropClaim => tracing::info!("{slot}: claim dropped"),
+                Action::LeaseExpired { lease_secs } => tracing::warn!(
+                    "{slot}: no keep-alive from the claim's schedd for {lease_secs} s (its lease): \
+                     killing its job and dropping the claim"
+                ),
                 Action::PromoteClaim => {
                     tracing::info!("{slot}: matched to the preempting claim")
                 }
@@ -763,6 +807,10 @@ impl Shell {
                     .machine
                     .claim(&c.claim_id, &job, &c.schedd_addr, now)
                     .map_err(|r| refused("claim", r))?;
+                self.machine.set_alive_interval(
+                    &c.claim_id,
+                    i64::try_from(c.alive_interval_secs).unwrap_or(i64::MAX),
+                );
                 tracing::info!("{slot} claimed by {}", c.schedd_addr);
                 Ok(Reply::Claim(ClaimReply {
                     slot,
@@ -833,7 +881,7 @@ impl Shell {
             Request::Alive(a) => {
                 let (slot, status, job_id) = self
                     .machine
-                    .claim_status(&a.claim_id)
+                    .keep_alive(&a.claim_id, now)
                     .map_err(|r| refused("keep-alive", r))?;
                 Ok(Reply::Status(ClaimStatus {
                     slot,
@@ -875,6 +923,34 @@ impl Shell {
         }
         if running {
             let now = now_secs();
+            if abnormal {
+                // the shadow has no report from it: tell it now
+                let job = self
+                    .machine
+                    .slot(slot)
+                    .and_then(|s| s.claim.as_ref())
+                    .and_then(|c| c.job.as_ref().map(|j| (c.id.clone(), j.clone())));
+                if let Some((claim_id, job)) = job {
+                    let reason = match status {
+                        Some(s) => format!(
+                            "the starter of job {} on {slot} exited without a report ({s})",
+                            job.job_id
+                        ),
+                        None => format!(
+                            "the starter of job {} on {slot} exited without a report",
+                            job.job_id
+                        ),
+                    };
+                    self.dialer.starter_gone(
+                        &job.shadow_addr,
+                        StarterGone {
+                            claim_id,
+                            job_id: job.job_id.clone(),
+                            reason,
+                        },
+                    );
+                }
+            }
             let actions = self.machine.starter_exited(slot, now);
             self.act(actions, now);
         }
@@ -1046,12 +1122,20 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         run_cron(job, events_tx.clone());
     }
 
+    let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
+        Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
+        None => None,
+    };
     let mut shell = Shell {
         machine,
         starters: BTreeMap::new(),
         setup,
         events: events_tx,
         cron: BTreeMap::new(),
+        dialer: Dialer {
+            token: ctx.daemon_token.clone(),
+            ca_pem,
+        },
     };
     // the policy is evaluated every POLLING_INTERVAL (and after every
     // event); the owner's activity is measured (and the attribute file

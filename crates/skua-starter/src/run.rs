@@ -829,26 +829,51 @@ impl Starter<'_> {
         }
     }
 
-    /// Sends the `executing` update, once.
-    async fn report_executing(&mut self) {
-        if !self.executing_reported {
-            self.executing_reported = true;
-            self.update(UpdateKind::Executing).await;
+    /// Sends the `executing` update, once. A request (signal) that
+    /// arrives meanwhile abandons it and is returned (see
+    /// [`Starter::update_or_request`]); the execution is then reported
+    /// with the exit.
+    async fn report_executing(&mut self) -> Option<Request> {
+        if self.executing_reported {
+            return None;
         }
+        self.executing_reported = true;
+        let req = self.update_or_request(UpdateKind::Executing).await;
+        if req.is_some() {
+            self.executing_reported = false;
+        }
+        req
     }
 
-    async fn update(&self, kind: UpdateKind) {
+    /// Sends an update to the shadow, unless a request (a signal, the
+    /// startd closing standard input) arrives first: the update is then
+    /// abandoned and the request returned. A shadow that hangs never
+    /// delays a kill (the startd kills the job when its claim's lease runs
+    /// out because that shadow's schedd is stuck).
+    async fn update_or_request(&mut self, kind: UpdateKind) -> Option<Request> {
         let update = JobUpdate {
             claim_id: self.spec.claim_id.clone(),
             kind,
             usage: self.meter.usage(),
         };
-        if let Err(e) = self
-            .client
-            .command::<_, Ack>(&routes::SHADOW_UPDATE, Some(&update))
-            .await
-        {
-            tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+        let client = self.client.clone();
+        let call = async move {
+            client
+                .command::<_, Ack>(&routes::SHADOW_UPDATE, Some(&update))
+                .await
+        };
+        tokio::pin!(call);
+        tokio::select! {
+            r = &mut call => {
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+                }
+                None
+            }
+            req = next_request(self.signals, self.inbox) => {
+                tracing::info!(?kind, ?req, "an update to the shadow is abandoned for a request");
+                Some(req)
+            }
         }
     }
 
@@ -865,53 +890,68 @@ impl Starter<'_> {
         let report_execution =
             tokio::time::sleep(Duration::from_millis(skua_proto::EXECUTE_REPORT_DELAY_MS));
         tokio::pin!(report_execution);
+        // a request that interrupted an update
+        let mut pending: Option<Request> = None;
         loop {
-            tokio::select! {
-                status = running.child.wait() => {
-                    return match status {
-                        Ok(s) => Ending::Exited(s),
-                        Err(e) => {
-                            tracing::error!(error = %e, "cannot wait for the job");
-                            Ending::Killed
+            let req = match pending.take() {
+                Some(req) => req,
+                None => tokio::select! {
+                    status = running.child.wait() => {
+                        return match status {
+                            Ok(s) => Ending::Exited(s),
+                            Err(e) => {
+                                tracing::error!(error = %e, "cannot wait for the job");
+                                Ending::Killed
+                            }
+                        };
+                    }
+                    _ = &mut report_execution, if !self.executing_reported => {
+                        pending = self.report_executing().await;
+                        continue;
+                    }
+                    _ = updates.tick() => {
+                        self.meter.sample();
+                        pending = self.report_executing().await;
+                        if pending.is_none() {
+                            pending = self.update_or_request(UpdateKind::Usage).await;
                         }
-                    };
-                }
-                _ = &mut report_execution, if !self.executing_reported => {
-                    self.report_executing().await;
-                }
-                _ = updates.tick() => {
-                    self.meter.sample();
-                    self.report_executing().await;
-                    self.update(UpdateKind::Usage).await;
-                }
-                _ = samples.tick() => self.meter.sample(),
-                req = next_request(self.signals, self.inbox) => match req {
-                    Request::Suspend if !suspended => {
-                        let _ = killpg(running.pgid, Signal::SIGSTOP);
-                        // A process frozen before it took the SIGSTOP would
-                        // not show as stopped: let the leader stop first.
-                        if running.cgroup.is_some() {
-                            wait_stopped(running.pgid).await;
-                        }
-                        crate::cgroup::freeze(running.cgroup.as_ref(), true);
-                        suspended = true;
-                        self.report_executing().await;
-                        self.update(UpdateKind::Suspended).await;
+                        continue;
                     }
-                    Request::Continue if suspended => {
-                        crate::cgroup::freeze(running.cgroup.as_ref(), false);
-                        let _ = killpg(running.pgid, Signal::SIGCONT);
-                        suspended = false;
-                        self.update(UpdateKind::Unsuspended).await;
+                    _ = samples.tick() => {
+                        self.meter.sample();
+                        continue;
                     }
-                    Request::Suspend | Request::Continue => {}
-                    Request::Kill { startd_gone } => {
-                        self.startd_gone |= startd_gone;
-                        hard_kill(running).await;
-                        return Ending::Killed;
-                    }
-                    Request::Vacate => return self.vacate(running).await,
+                    req = next_request(self.signals, self.inbox) => req,
                 },
+            };
+            match req {
+                Request::Suspend if !suspended => {
+                    let _ = killpg(running.pgid, Signal::SIGSTOP);
+                    // A process frozen before it took the SIGSTOP would
+                    // not show as stopped: let the leader stop first.
+                    if running.cgroup.is_some() {
+                        wait_stopped(running.pgid).await;
+                    }
+                    crate::cgroup::freeze(running.cgroup.as_ref(), true);
+                    suspended = true;
+                    pending = self.report_executing().await;
+                    if pending.is_none() {
+                        pending = self.update_or_request(UpdateKind::Suspended).await;
+                    }
+                }
+                Request::Continue if suspended => {
+                    crate::cgroup::freeze(running.cgroup.as_ref(), false);
+                    let _ = killpg(running.pgid, Signal::SIGCONT);
+                    suspended = false;
+                    pending = self.update_or_request(UpdateKind::Unsuspended).await;
+                }
+                Request::Suspend | Request::Continue => {}
+                Request::Kill { startd_gone } => {
+                    self.startd_gone |= startd_gone;
+                    hard_kill(running).await;
+                    return Ending::Killed;
+                }
+                Request::Vacate => return self.vacate(running).await,
             }
         }
     }

@@ -274,6 +274,7 @@ fn claim_request(claim: &str) -> ClaimRequest {
         claim_id: claim.into(),
         job_ad: JOB_AD.into(),
         schedd_addr: "<127.0.0.1:1>".into(),
+        alive_interval_secs: 0,
     }
 }
 

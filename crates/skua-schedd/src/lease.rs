@@ -1,0 +1,237 @@
+//! Keep-alives and claim leases on the schedd's side (HTCondor's rules),
+//! and what a restarted schedd does with the claims of the runs it
+//! interrupted.
+//!
+//! - The keep-alive interval of a claim is `ALIVE_INTERVAL`, lowered to a
+//!   third of the job's `JobLeaseDuration` when that is shorter (never
+//!   below one second); a claim's interval only ever decreases, as jobs
+//!   with shorter leases run on it.
+//! - The startd keeps a claim as long as its lease: the running job's
+//!   `JobLeaseDuration`, else `MAX_CLAIM_ALIVES_MISSED` keep-alive
+//!   intervals. When the lease runs out it kills the job and drops the
+//!   claim. So a schedd that cannot reach the startd concludes the run is
+//!   over (and the job may run elsewhere) only once that lease has run out
+//!   since the last keep-alive the startd answered.
+//! - A schedd that restarts finds jobs marked Running with the claim of
+//!   their run (`ClaimId`, `StartdIpAddr`). It does not reconnect to them
+//!   (yet): it releases each claim at its startd, which kills the old run,
+//!   and waits until the startd no longer knows the claim (or, if the
+//!   startd does not answer, until the claim's lease has surely run out
+//!   there) before the job goes back to Idle. A job therefore never runs
+//!   twice at once.
+
+use std::time::Duration;
+
+use classad::{ClassAd, Value};
+use skua_daemon::now_secs;
+use skua_proto::{routes, Ack, ClaimAlive, ClaimStatus, ErrorCode, ReleaseRequest};
+use skua_queue::JobId;
+
+use crate::daemon::{with_schedd, Shared};
+
+/// The shortest keep-alive interval (HTCondor never goes below 10 s;
+/// Skua allows short leases, e.g. in tests, so it goes down to 1 s).
+const MIN_ALIVE: Duration = Duration::from_secs(1);
+
+/// Added to a claim's lease before a restarted schedd, unable to reach
+/// the startd, takes the claim for gone: the startd notices an expired
+/// lease at its next policy evaluation (`POLLING_INTERVAL`) and kills the
+/// job then.
+pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// The keep-alive settings of the schedd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AliveConfig {
+    /// `ALIVE_INTERVAL` (HTCondor's default: 300 s).
+    pub interval: Duration,
+    /// `MAX_CLAIM_ALIVES_MISSED` (default 6).
+    pub max_missed: u32,
+}
+
+/// The job's `JobLeaseDuration` in seconds, when defined and positive
+/// (`job_lease_duration = 0` leaves it undefined).
+pub(crate) fn job_lease(job_ad: &ClassAd) -> Option<u64> {
+    match job_ad.lookup("JobLeaseDuration") {
+        Some(classad::Expr::Lit(Value::Int(n))) if *n > 0 => u64::try_from(*n).ok(),
+        Some(classad::Expr::Lit(Value::Real(r))) if r.is_finite() && *r >= 1.0 => Some(*r as u64),
+        _ => None,
+    }
+}
+
+impl AliveConfig {
+    /// The keep-alive interval for a claim running `job_ad`:
+    /// `min(ALIVE_INTERVAL, JobLeaseDuration / 3)`, at least [`MIN_ALIVE`].
+    pub(crate) fn interval_for(&self, job_ad: &ClassAd) -> Duration {
+        let mut i = self.interval;
+        if let Some(lease) = job_lease(job_ad) {
+            i = i.min(Duration::from_secs(lease / 3));
+        }
+        i.max(MIN_ALIVE)
+    }
+
+    /// The claim's lease at the startd while `job_ad` runs under it with
+    /// keep-alives every `interval`: the job's `JobLeaseDuration`, else
+    /// `MAX_CLAIM_ALIVES_MISSED` intervals.
+    pub(crate) fn lease_for(&self, job_ad: &ClassAd, interval: Duration) -> Duration {
+        match job_lease(job_ad) {
+            Some(l) => Duration::from_secs(l),
+            None => interval.saturating_mul(self.max_missed.max(1)),
+        }
+    }
+}
+
+/// For every run interrupted by the restart whose claim is recorded,
+/// releases the claim at its startd and, once the old run is surely over,
+/// puts the job back to Idle. Runs in the background; returns at once.
+pub(crate) fn release_interrupted(st: &Shared) {
+    let claims = {
+        let s = st.schedd.lock().unwrap_or_else(|e| e.into_inner());
+        s.interrupted_claims()
+    };
+    if claims.is_empty() {
+        return;
+    }
+    tracing::info!(
+        "{} job(s) ran before the restart: releasing their claims before they run again",
+        claims.len()
+    );
+    let restarted = tokio::time::Instant::now();
+    for (job, claim_id, startd, ad) in claims {
+        let alive = st.shadows.alive;
+        let interval = alive.interval_for(&ad);
+        let deadline = restarted + alive.lease_for(&ad, interval) + LEASE_MARGIN;
+        let st = st.clone();
+        tokio::spawn(async move {
+            let reason = release_old_run(&st, job, &claim_id, &startd, deadline).await;
+            let claim = claim_id.clone();
+            let r = with_schedd(&st, move |s| {
+                s.requeue_released(job, &claim, &reason, now_secs())
+            })
+            .await;
+            match r {
+                Ok(()) => tracing::info!("job {job}: its old run is over; it may run again"),
+                Err(e) => {
+                    tracing::error!("job {job}: requeueing after the restart: {}", e.0.message)
+                }
+            }
+            st.changed.notify_one();
+            st.reschedule.notify_one();
+        });
+    }
+}
+
+/// Releases `claim_id` at `startd` and waits until the startd no longer
+/// knows it (its job killed, its starter gone), or until `deadline` when
+/// the startd does not answer. Returns the reason recorded with the
+/// eviction.
+async fn release_old_run(
+    st: &Shared,
+    job: JobId,
+    claim_id: &str,
+    startd: &str,
+    deadline: tokio::time::Instant,
+) -> String {
+    let mut pause = Duration::from_millis(100);
+    let mut released = false;
+    loop {
+        let step = match st.shadows.dialer.client(startd, Duration::from_secs(10)) {
+            Err(e) => Err(e),
+            Ok(c) if !released => c
+                .command::<_, Ack>(
+                    &routes::STARTD_RELEASE,
+                    Some(&ReleaseRequest {
+                        claim_id: claim_id.to_string(),
+                    }),
+                )
+                .await
+                .map(|_| false)
+                .or_else(|e| match e.code() {
+                    ErrorCode::NotFound => Ok(true),
+                    _ => Err(e.to_string()),
+                }),
+            Ok(c) => c
+                .command::<_, ClaimStatus>(
+                    &routes::STARTD_ALIVE,
+                    Some(&ClaimAlive {
+                        claim_id: claim_id.to_string(),
+                    }),
+                )
+                .await
+                .map(|_| false)
+                .or_else(|e| match e.code() {
+                    ErrorCode::NotFound => Ok(true),
+                    _ => Err(e.to_string()),
+                }),
+        };
+        match step {
+            Ok(true) => {
+                return format!(
+                    "the schedd restarted while the job ran; its claim at {startd} is released"
+                )
+            }
+            Ok(false) => {
+                if !released {
+                    tracing::info!(
+                        "job {job}: claim at {startd} released; waiting for its run to end"
+                    );
+                }
+                released = true;
+            }
+            Err(e) => {
+                if tokio::time::Instant::now() >= deadline {
+                    return format!(
+                        "the schedd restarted while the job ran; the startd {startd} does not \
+                         answer ({e}) and the claim's lease has run out"
+                    );
+                }
+                tracing::debug!("job {job}: releasing its claim at {startd}: {e}");
+            }
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn ad(text: &str) -> ClassAd {
+        classad::parse_ad(text).unwrap()
+    }
+
+    const HTCONDOR: AliveConfig = AliveConfig {
+        interval: Duration::from_secs(300),
+        max_missed: 6,
+    };
+
+    #[test]
+    fn the_alive_interval_follows_htcondor() {
+        // the default lease (2400 s) leaves ALIVE_INTERVAL as it is
+        let job = ad("[JobLeaseDuration = 2400]");
+        assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(300));
+        assert_eq!(
+            HTCONDOR.lease_for(&job, Duration::from_secs(300)),
+            Duration::from_secs(2400)
+        );
+        // a short lease: a third of it
+        let job = ad("[JobLeaseDuration = 60]");
+        assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(20));
+        assert_eq!(
+            HTCONDOR.lease_for(&job, Duration::from_secs(20)),
+            Duration::from_secs(60)
+        );
+        // no lease (job_lease_duration = 0): MAX_CLAIM_ALIVES_MISSED intervals
+        for job in [ad("[]"), ad("[JobLeaseDuration = 0]")] {
+            assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(300));
+            assert_eq!(
+                HTCONDOR.lease_for(&job, Duration::from_secs(300)),
+                Duration::from_secs(1800)
+            );
+        }
+        // never below a second
+        let job = ad("[JobLeaseDuration = 2]");
+        assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(1));
+    }
+}

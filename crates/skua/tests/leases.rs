@@ -1,0 +1,232 @@
+//! Keep-alives, claim leases and schedd restarts (issue 18, points 4 and
+//! 5): a job never runs twice at once, a dead starter is noticed at once,
+//! and a startd drops the claims of a schedd that stopped keeping them
+//! alive, killing their jobs.
+//!
+//! Jobs are `/bin/sleep <seconds>` with a fractional argument unique to
+//! the test and the job, so their copies are counted from `/proc` whoever
+//! runs them.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{alive, job_pool, kill, pids_of, wait_for, Pool};
+
+/// Submits `text` from `dir` (the one way these tests submit); returns the
+/// cluster id.
+fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("job.sub"), text).unwrap();
+    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    assert!(
+        out.status.success(),
+        "submit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split("cluster ")
+        .nth(1)
+        .and_then(|r| r.trim().strip_suffix('.'))
+        .unwrap()
+        .to_string()
+}
+
+/// The argument of job `proc`'s sleep: `secs` seconds and a fraction
+/// unique to this test process and job.
+fn sleep_arg(secs: u32, proc: u32) -> String {
+    format!("{secs}.{proc}{}", std::process::id())
+}
+
+/// The PIDs of the live `sleep <arg>` processes: the copies of one job.
+fn copies(arg: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.first().is_some_and(|a| a.ends_with(b"sleep"))
+            && args.get(1).is_some_and(|a| *a == arg.as_bytes())
+            && alive(pid)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The schedd answers and has no job left.
+fn queue_empty(pool: &Pool) -> bool {
+    let out = pool.skua(&["q", "-allusers", "-af", "ClusterId"]);
+    out.status.success() && out.stdout.is_empty()
+}
+
+fn log_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("job.log")).unwrap_or_default()
+}
+
+#[test]
+fn a_schedd_killed_under_running_jobs_never_runs_a_job_twice_at_once() {
+    // four slots for two jobs: free slots to rematch them at once
+    let pool = job_pool("lease-restart", "4", &[("_CONDOR_POLLING_INTERVAL", "1")]);
+    let work = pool.home.join("work");
+    let args: Vec<String> = (0..2).map(|p| sleep_arg(8, p)).collect();
+    let cluster = submit(
+        &pool,
+        &work,
+        &format!(
+            "executable = /bin/sleep\n\
+             arguments = $(Arg)\n\
+             should_transfer_files = NO\n\
+             log = job.log\n\
+             request_disk = 1024\n\
+             queue Arg in ({})\n",
+            args.join(", ")
+        ),
+    );
+    wait_for("both jobs running", Duration::from_secs(30), || {
+        args.iter().all(|a| copies(a).len() == 1)
+            && log_of(&work).matches("Job executing on host").count() == 2
+    });
+    let schedds = pids_of(&pool, "schedd");
+    assert_eq!(schedds.len(), 1);
+    kill(schedds[0], "-KILL");
+    // The master starts a new schedd. Until every job is done, no job has
+    // two copies at any moment.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut restarted = false;
+    while !(restarted && queue_empty(&pool)) {
+        for a in &args {
+            let c = copies(a);
+            assert!(
+                c.len() <= 1,
+                "job `sleep {a}` runs twice at once: {c:?}\n{}",
+                pool.logs()
+            );
+        }
+        restarted = restarted || pids_of(&pool, "schedd").iter().any(|p| *p != schedds[0]);
+        assert!(
+            Instant::now() < deadline,
+            "the jobs did not finish\n{}",
+            pool.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Each completed exactly once: one history record, one termination
+    // event; the run the crash interrupted was evicted, then ran again.
+    let mut rows: Vec<String> = pool
+        .ok(&[
+            "history",
+            "-af",
+            "ProcId",
+            "JobStatus",
+            "ExitCode",
+            "NumJobStarts",
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    rows.sort();
+    assert_eq!(rows, vec!["0 4 0 2", "1 4 0 2"], "{}", pool.logs());
+    let log = log_of(&work);
+    for p in 0..2 {
+        let id = format!("({cluster:0>3}.{p:03}.000)");
+        assert_eq!(
+            log.matches(&format!("005 {id}")).count(),
+            1,
+            "termination events of {id}:\n{log}"
+        );
+        assert_eq!(log.matches(&format!("004 {id}")).count(), 1, "{log}");
+    }
+    assert!(log.contains("claim at"), "{log}");
+}
+
+#[test]
+fn a_dead_starter_is_noticed_at_once_with_htcondors_alive_interval() {
+    // HTCondor's ALIVE_INTERVAL (300 s): keep-alives alone would take 10
+    // minutes to notice; the startd tells the shadow when the starter dies
+    let pool = job_pool("lease-starter", "1", &[("_CONDOR_ALIVE_INTERVAL", "300")]);
+    let work = pool.home.join("work");
+    let arg = sleep_arg(60, 0);
+    submit(
+        &pool,
+        &work,
+        &format!(
+            "executable = /bin/sleep\narguments = {arg}\nshould_transfer_files = NO\n\
+             log = job.log\nrequest_disk = 1024\nqueue\n"
+        ),
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        copies(&arg).len() == 1 && log_of(&work).contains("Job executing on host")
+    });
+    let job = copies(&arg)[0];
+    let starters = pids_of(&pool, "starter");
+    assert_eq!(starters.len(), 1);
+    kill(starters[0], "-KILL");
+    wait_for("the run to be given up", Duration::from_secs(15), || {
+        log_of(&work).contains("Job was evicted")
+    });
+    assert!(!alive(job), "the killed starter's job survived");
+    let reason = pool.ok(&["q", "-allusers", "-af", "LastVacateReason"]);
+    assert!(reason.contains("starter"), "{reason}");
+}
+
+/// Continues a stopped process when dropped (so the pool can stop).
+struct Resume(i32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        kill(self.0, "-CONT");
+    }
+}
+
+#[test]
+fn a_startd_drops_the_claim_of_a_schedd_that_stopped_keeping_it_alive() {
+    let pool = job_pool("lease-startd", "1", &[("_CONDOR_POLLING_INTERVAL", "1")]);
+    let work = pool.home.join("work");
+    let arg = sleep_arg(60, 0);
+    // the claim's lease is the job's: 4 s without a keep-alive
+    submit(
+        &pool,
+        &work,
+        &format!(
+            "executable = /bin/sleep\narguments = {arg}\nshould_transfer_files = NO\n\
+             job_lease_duration = 4\nlog = job.log\nrequest_disk = 1024\nqueue\n"
+        ),
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        copies(&arg).len() == 1
+    });
+    let job = copies(&arg)[0];
+    let schedds = pids_of(&pool, "schedd");
+    assert_eq!(schedds.len(), 1);
+    // the schedd hangs: no more keep-alives (and the master sees nothing)
+    kill(schedds[0], "-STOP");
+    let _resume = Resume(schedds[0]);
+    let stopped = Instant::now();
+    while alive(job) {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(15),
+            "the startd did not kill the job\n{}",
+            pool.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(3),
+        "killed before the lease ran out"
+    );
+    wait_for("the slot to be free", Duration::from_secs(10), || {
+        pool.ok(&["status", "-af", "State"]).trim() == "Unclaimed"
+    });
+    let logs = pool.logs();
+    assert!(
+        logs.contains("no keep-alive from the claim's schedd for 4 s"),
+        "{logs}"
+    );
+}
