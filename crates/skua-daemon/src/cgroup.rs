@@ -796,6 +796,14 @@ mod tests {
             }
         };
         let group = tree.create_job("slot1@test", std::process::id()).unwrap();
+        // whatever fails below, no process of the group outlives the test
+        struct KillOnDrop<'a>(&'a JobCgroup);
+        impl Drop for KillOnDrop<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+            }
+        }
+        let _cleanup = KillOnDrop(&group);
         assert!(group.path().starts_with(tree.dir()));
         assert!(!group.populated());
         let pidfile = execute.path().join("escaped");

@@ -61,9 +61,9 @@ fn answers_quickly(pool: &Pool, args: &[&str]) -> String {
 /// Submits `text` from `dir`; gives the cluster id. The one place jobs
 /// are submitted, so the harness's choice of submitting user applies.
 fn submit_job(pool: &Pool, dir: &Path, text: &str) -> String {
-    std::fs::create_dir_all(dir).unwrap();
+    common::user_dir(dir);
     std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
     assert!(
         out.status.success(),
         "submit failed: {}",

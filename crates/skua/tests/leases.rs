@@ -19,9 +19,9 @@ use common::{alive, job_pool, kill, pids_of, wait_for, Pool};
 /// Submits `text` from `dir` (the one way these tests submit); returns the
 /// cluster id.
 fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
-    std::fs::create_dir_all(dir).unwrap();
+    common::user_dir(dir);
     std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_in(dir, &["submit", "job.sub"]);
+    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
     assert!(
         out.status.success(),
         "submit failed: {}",
