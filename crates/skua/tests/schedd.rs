@@ -104,6 +104,7 @@ fn acknowledged_submissions_survive_sigkill_of_the_schedd() {
             cluster: reserved.cluster,
             jobs: (0..PROCS).map(|p| job_ad(attempts, p)).collect(),
             cluster_ad: None,
+            submission_id: None,
         };
         let reply: Result<skua_proto::SubmitReply, _> =
             rt.block_on(client.command(&skua_proto::routes::SCHEDD_SUBMIT, Some(&submit)));
