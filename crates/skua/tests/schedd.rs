@@ -701,3 +701,43 @@ fn a_submission_whose_answer_is_lost_is_queued_once_or_reported_uncertain() {
     assert!(found.status.success());
     assert_eq!(String::from_utf8_lossy(&found.stdout).lines().count(), 3);
 }
+
+#[test]
+fn the_queue_database_and_the_logs_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pool = Pool::new("private-files", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    submit(
+        &pool,
+        "secret.sub",
+        "executable = /bin/true\nenvironment = \"API_TOKEN=hunter2\"\nqueue\n",
+    );
+    let mut checked = Vec::new();
+    let mut check = |p: std::path::PathBuf| {
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+        checked.push(p);
+    };
+    for e in std::fs::read_dir(pool.dir.join("spool")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("job_queue.db") {
+            check(e.path());
+        }
+    }
+    for e in std::fs::read_dir(pool.dir.join("log")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".out") || name.contains("Log.") {
+            check(e.path());
+        }
+    }
+    let names: Vec<String> = checked
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    for want in ["job_queue.db", "job_queue.db-wal", "master.out", "ScheddLog."] {
+        assert!(
+            names.iter().any(|n| n.starts_with(want)),
+            "{want} not among {names:?}"
+        );
+    }
+}
