@@ -741,3 +741,25 @@ fn the_queue_database_and_the_logs_are_private() {
         );
     }
 }
+
+#[test]
+fn max_jobs_per_owner_refuses_a_whole_submission_with_the_numbers() {
+    let mut env = schedd_fast();
+    env.push(("_CONDOR_MAX_JOBS_PER_OWNER", "4"));
+    let mut pool = Pool::new("per-owner", &env);
+    pool.start();
+    wait_for_schedd(&pool);
+    submit(&pool, "three.sub", "executable = /bin/true\nqueue 3\n");
+    let dir = pool.home.join("work");
+    std::fs::write(dir.join("two.sub"), "executable = /bin/true\nqueue 2\n").unwrap();
+    let out = pool.skua_in(&dir, &["submit", "two.sub"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for part in ["MAX_JOBS_PER_OWNER", "has 3 jobs", "adds 2", "limit is 4"] {
+        assert!(stderr.contains(part), "{part:?} missing from {stderr}");
+    }
+    // nothing of it was queued; one more job still fits
+    assert_eq!(af(&pool, &["-af", "ProcId"]).len(), 3);
+    submit(&pool, "one.sub", "executable = /bin/true\nqueue 1\n");
+    assert_eq!(af(&pool, &["-af", "ProcId"]).len(), 4);
+}
