@@ -114,20 +114,17 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     let mut may_have_arrived = false;
     let reply: SubmitReply = loop {
         // a new client each time: a restarted schedd may have a new address
-        let sent = crate::pool_cmd::client_for(
-            &config,
-            "SCHEDD",
-            std::time::Duration::from_secs(300),
-        )
-        .map_err(|e| (e, None))
-        .and_then(|client| {
-            rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))
-                .map_err(|e| {
-                    let arrived = !matches!(e, skua_net::NetError::Connect { .. });
-                    let retry = transient(&e);
-                    (anyhow::Error::from(e), Some((retry, arrived)))
-                })
-        });
+        let sent =
+            crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))
+                .map_err(|e| (e, None))
+                .and_then(|client| {
+                    rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))
+                        .map_err(|e| {
+                            let arrived = !matches!(e, skua_net::NetError::Connect { .. });
+                            let retry = transient(&e);
+                            (anyhow::Error::from(e), Some((retry, arrived)))
+                        })
+                });
         match sent {
             Ok(r) => break r,
             Err((e, how)) => {

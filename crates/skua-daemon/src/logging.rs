@@ -153,7 +153,10 @@ mod tests {
         assert_eq!(super::utc_date(0), (1970, 1, 1));
         assert_eq!(super::utc_date(951_782_400), (2000, 2, 29));
         // 2026-11-21 12:00:00 UTC and the last second of 2026
-        assert_eq!(super::daily_name("SchedLog", 1_795_262_400), "SchedLog.2026-11-21");
+        assert_eq!(
+            super::daily_name("SchedLog", 1_795_262_400),
+            "SchedLog.2026-11-21"
+        );
         assert_eq!(super::utc_date(1_798_761_599), (2026, 12, 31));
     }
 
@@ -161,9 +164,7 @@ mod tests {
     fn log_files_are_private_old_and_new() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let mode = |p: &std::path::Path| {
-            std::fs::metadata(p).unwrap().permissions().mode() & 0o777
-        };
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let old = dir.path().join("SchedLog.2020-01-01");
         std::fs::write(&old, "user alice ran /bin/secret --password x\n").unwrap();
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();

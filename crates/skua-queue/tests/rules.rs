@@ -132,7 +132,12 @@ fn submit_factors_common_attributes_into_the_cluster_ad() {
 
 /// Plans a submission of `n` plain jobs as `owner` under `limits` into a
 /// freshly reserved cluster; commits it when planned.
-fn submit_within(q: &mut Queue, owner: &str, n: u32, limits: SubmitLimits) -> Result<u32, QueueError> {
+fn submit_within(
+    q: &mut Queue,
+    owner: &str,
+    n: u32,
+    limits: SubmitLimits,
+) -> Result<u32, QueueError> {
     let c = q.next_cluster_id();
     let r = q.reserve_cluster_id();
     commit(q, &r);
@@ -164,7 +169,12 @@ fn job_count_limits_refuse_the_whole_submission_and_count_every_queued_job() {
     let QueueError::LimitExceeded(msg) = &e else {
         panic!("not a limit: {e:?}");
     };
-    for part in ["MAX_JOBS_PER_OWNER", "alice has 3 jobs", "adds 3", "limit is 5"] {
+    for part in [
+        "MAX_JOBS_PER_OWNER",
+        "alice has 3 jobs",
+        "adds 3",
+        "limit is 5",
+    ] {
         assert!(msg.contains(part), "{part:?} missing from {msg:?}");
     }
     // nothing of the refused submission is in the queue
@@ -240,7 +250,10 @@ fn attributes_the_schedd_owns_are_its_own_whatever_the_ad_said() {
     commit(&mut q, &txn);
     for p in 0..2 {
         let id = JobId::new(c, p);
-        assert_eq!(string(&q, id, "User").as_deref(), Some("alice@pool.example"));
+        assert_eq!(
+            string(&q, id, "User").as_deref(),
+            Some("alice@pool.example")
+        );
         assert_eq!(string(&q, id, "Owner").as_deref(), Some("alice"));
         assert_eq!(int(&q, id, "ClusterId"), Some(c as i64));
         assert_eq!(int(&q, id, "ProcId"), Some(p as i64));
@@ -263,7 +276,10 @@ fn attributes_the_schedd_owns_are_its_own_whatever_the_ad_said() {
             "LastJobStatus",
             "AuthTokenSubject",
         ] {
-            assert!(q.job(id).unwrap().lookup(gone).is_none(), "{gone} kept in job {p}");
+            assert!(
+                q.job(id).unwrap().lookup(gone).is_none(),
+                "{gone} kept in job {p}"
+            );
         }
     }
     // without a UID domain or a key the forged values are still gone
@@ -271,7 +287,13 @@ fn attributes_the_schedd_owns_are_its_own_whatever_the_ad_said() {
     let r = q.reserve_cluster_id();
     commit(&mut q, &r);
     let txn = q
-        .plan_submit(c, vec![parse_ad(&format!("[{forged}]")).unwrap()], "alice", NOW, HOST)
+        .plan_submit(
+            c,
+            vec![parse_ad(&format!("[{forged}]")).unwrap()],
+            "alice",
+            NOW,
+            HOST,
+        )
         .unwrap();
     commit(&mut q, &txn);
     let id = JobId::new(c, 0);

@@ -185,11 +185,7 @@ async fn submit(
     let done = match done {
         Ok(d) => d,
         Err(e) => {
-            tracing::warn!(
-                "submission by {} refused: {}",
-                caller.identity,
-                e.0.message
-            );
+            tracing::warn!("submission by {} refused: {}", caller.identity, e.0.message);
             return Err(e);
         }
     };
@@ -364,9 +360,11 @@ fn system_policy(ctx: &DaemonContext) -> anyhow::Result<SystemPolicy> {
 fn limit_knob(ctx: &DaemonContext, name: &str) -> anyhow::Result<Option<u64>> {
     match ctx.knob(name)? {
         None => Ok(None),
-        Some(t) => t.trim().parse::<u64>().map(Some).map_err(|_| {
-            anyhow::anyhow!("{name} = {t}: not a whole number of jobs (0 or more)")
-        }),
+        Some(t) => {
+            t.trim().parse::<u64>().map(Some).map_err(|_| {
+                anyhow::anyhow!("{name} = {t}: not a whole number of jobs (0 or more)")
+            })
+        }
     }
 }
 

@@ -615,9 +615,8 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("queue.db");
-        let companions = |p: &Path| {
-            ["-wal", "-shm"].map(|s| PathBuf::from(format!("{}{s}", p.display())))
-        };
+        let companions =
+            |p: &Path| ["-wal", "-shm"].map(|s| PathBuf::from(format!("{}{s}", p.display())));
         {
             let mut s = Store::open(&path).unwrap();
             s.commit(&Changes {

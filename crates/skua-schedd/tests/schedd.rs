@@ -356,22 +356,34 @@ fn a_submission_sent_twice_with_its_key_makes_one_cluster() {
         Some("\"k-1\"")
     );
     // the answer was lost; the tool sends the same request again
-    let again = s.submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 5).unwrap();
+    let again = s
+        .submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 5)
+        .unwrap();
     assert_eq!((again.cluster, again.jobs, again.repeated), (c, 3, true));
     assert_eq!(s.queue().len(), 3);
     // even after the jobs left the queue and the schedd restarted
-    s.act(Action::RemoveForce, &Selector::Cluster(c), &Actor::admin("root"), None, T0 + 6)
-        .unwrap();
+    s.act(
+        Action::RemoveForce,
+        &Selector::Cluster(c),
+        &Actor::admin("root"),
+        None,
+        T0 + 6,
+    )
+    .unwrap();
     assert_eq!(s.queue().len(), 0);
     drop(s);
     let mut s = Schedd::open(&path, settings()).unwrap();
-    let later = s.submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 60).unwrap();
+    let later = s
+        .submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 60)
+        .unwrap();
     assert_eq!((later.cluster, later.repeated), (c, true));
     assert_eq!(s.queue().len(), 0);
     // another user's key is not an answer for them
     let c2 = s.new_cluster(T0).unwrap();
     assert!(s.submit_keyed("bob", c2, jobs(), Some("k-1"), T0).is_err());
-    assert!(s.submit_keyed("bob", c2, jobs(), Some("bad key!"), T0).is_err());
+    assert!(s
+        .submit_keyed("bob", c2, jobs(), Some("bad key!"), T0)
+        .is_err());
     let fresh = s.submit_keyed("bob", c2, jobs(), Some("k-2"), T0).unwrap();
     assert_eq!((fresh.cluster, fresh.repeated), (c2, false));
 }

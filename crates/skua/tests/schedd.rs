@@ -546,7 +546,12 @@ fn long_and_json_outputs_are_read_by_htcondors_bindings() {
 /// Submits `file` (in the pool's scratch work directory) as the user of
 /// `token`, through the schedd at `schedd` (`ip:port`); the one place this
 /// file's answer-loss tests submit.
-fn submit_through(pool: &Pool, token: &std::path::Path, schedd: &str, file: &str) -> std::process::Output {
+fn submit_through(
+    pool: &Pool,
+    token: &std::path::Path,
+    schedd: &str,
+    file: &str,
+) -> std::process::Output {
     let dir = pool.home.join("work");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -593,7 +598,9 @@ impl AnswerCutter {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 }
-                let Ok(server) = TcpStream::connect(schedd) else { continue };
+                let Ok(server) = TcpStream::connect(schedd) else {
+                    continue;
+                };
                 let saw_submit = Arc::new(AtomicBool::new(false));
                 // client -> schedd, watching for the submit request
                 let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
@@ -649,7 +656,8 @@ fn schedd_tcp_address(pool: &Pool) -> std::net::SocketAddr {
     let first = text.lines().next().unwrap_or_default();
     let hp = first.trim().trim_start_matches('<');
     let hp = hp.split(['>', '?']).next().unwrap_or_default();
-    hp.parse().unwrap_or_else(|_| panic!("no address in {text:?}"))
+    hp.parse()
+        .unwrap_or_else(|_| panic!("no address in {text:?}"))
 }
 
 #[test]
@@ -672,7 +680,11 @@ fn a_submission_whose_answer_is_lost_is_queued_once_or_reported_uncertain() {
     assert!(stdout.contains("3 job(s) submitted to cluster"), "{stdout}");
     let rows = af(&pool, &["-af", "ClusterId", "ProcId", "SubmissionId"]);
     assert_eq!(rows.len(), 3, "jobs queued: {rows:?}");
-    assert!(rows.iter().all(|r| r[0] == rows[0][0] && r[2] == rows[0][2]), "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| r[0] == rows[0][0] && r[2] == rows[0][2]),
+        "{rows:?}"
+    );
 
     // the schedd cannot be reached after the answer was lost: the user is
     // told that the outcome is unknown and how to find out
@@ -681,7 +693,10 @@ fn a_submission_whose_answer_is_lost_is_queued_once_or_reported_uncertain() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(proxy.has_cut());
-    assert!(stderr.contains("may or may not have been queued"), "{stderr}");
+    assert!(
+        stderr.contains("may or may not have been queued"),
+        "{stderr}"
+    );
     let check = stderr
         .lines()
         .find(|l| l.contains("skua q -constraint"))
@@ -696,7 +711,14 @@ fn a_submission_whose_answer_is_lost_is_queued_once_or_reported_uncertain() {
     let constraint = format!("SubmissionId == \"{key}\"");
     let found = pool.skua_as(
         &token,
-        &["q", "-allusers", "-constraint", &constraint, "-af", "ProcId"],
+        &[
+            "q",
+            "-allusers",
+            "-constraint",
+            &constraint,
+            "-af",
+            "ProcId",
+        ],
     );
     assert!(found.status.success());
     assert_eq!(String::from_utf8_lossy(&found.stdout).lines().count(), 3);
@@ -734,7 +756,12 @@ fn the_queue_database_and_the_logs_are_private() {
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    for want in ["job_queue.db", "job_queue.db-wal", "master.out", "ScheddLog."] {
+    for want in [
+        "job_queue.db",
+        "job_queue.db-wal",
+        "master.out",
+        "ScheddLog.",
+    ] {
         assert!(
             names.iter().any(|n| n.starts_with(want)),
             "{want} not among {names:?}"
