@@ -410,10 +410,8 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let log = layout.log_dir().join("master.out");
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)?;
+    let out = skua_daemon::logging::open_private_append(&log)
+        .with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone()?;
     let mut cmd = std::process::Command::new(&skuad);
     cmd.arg("master")

@@ -4,6 +4,12 @@
 //! and hands them to the pure `skua-submit` crate. `-dry-run` prints every job ad in
 //! HTCondor's long form (a blank line after each job) and submits nothing; otherwise the jobs
 //! go to the schedd as one cluster, committed before the tool reports them.
+//!
+//! A submission carries a key unique to it (recorded as the jobs' `SubmissionId`): when the
+//! connection breaks before the answer arrives, the tool sends the same request again and the
+//! schedd answers with the cluster it already made instead of queueing the jobs twice. When
+//! the schedd cannot be reached again, the tool says that the outcome is unknown and how to
+//! find out.
 
 use std::process::ExitCode;
 
@@ -57,13 +63,22 @@ pub fn run(args: SubmitArgs) -> ExitCode {
 fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow::Result<ExitCode> {
     use skua_proto::{routes, NewCluster, NewClusterReply, Submit, SubmitReply};
     let config = crate::pool_cmd::load_config()?;
-    let client =
-        crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))?;
     let rt = crate::pool_cmd::runtime()?;
     // $(Cluster) is in the ads: the id comes first. An id reserved for a
-    // file that then fails is simply never used.
-    let reserved: NewClusterReply =
-        rt.block_on(client.command(&routes::SCHEDD_NEW_CLUSTER, Some(&NewCluster {})))?;
+    // file that then fails is simply never used, so asking again is safe.
+    let mut attempt = 0;
+    let reserved: NewClusterReply = loop {
+        let client =
+            crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))?;
+        match rt.block_on(client.command(&routes::SCHEDD_NEW_CLUSTER, Some(&NewCluster {}))) {
+            Ok(r) => break r,
+            Err(e) if transient(&e) && attempt < RETRY_DELAYS.len() => {
+                retry_after(attempt, &e);
+                attempt += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
         bail!("{}: {what}", args.file);
@@ -86,18 +101,110 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     };
     // the attributes every job shares travel once
     let (common, rests) = classad::ClassAd::factor_common(&cluster.jobs);
+    let key = submission_key();
     let body = Submit {
         cluster: reserved.cluster,
         jobs: rests.iter().map(classad::unparse_ad).collect(),
         cluster_ad: Some(classad::unparse_ad(&common)),
+        submission_id: Some(key.clone()),
     };
-    let reply: SubmitReply = rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))?;
+    // Sent again, with the same key, when the answer is lost: the schedd
+    // answers a repeated key with the cluster it made the first time.
+    let mut attempt = 0;
+    let mut may_have_arrived = false;
+    let reply: SubmitReply = loop {
+        // a new client each time: a restarted schedd may have a new address
+        let sent =
+            crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))
+                .map_err(|e| (e, None))
+                .and_then(|client| {
+                    rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))
+                        .map_err(|e| {
+                            let arrived = !matches!(e, skua_net::NetError::Connect { .. });
+                            let retry = transient(&e);
+                            (anyhow::Error::from(e), Some((retry, arrived)))
+                        })
+                });
+        match sent {
+            Ok(r) => break r,
+            Err((e, how)) => {
+                // not finding the schedd (no address yet) is worth another try
+                let (retry, arrived) = how.unwrap_or((true, false));
+                may_have_arrived |= arrived;
+                if retry && attempt < RETRY_DELAYS.len() {
+                    let delay = RETRY_DELAYS[attempt];
+                    eprintln!("skua submit: {e:#}; trying again in {delay} s");
+                    std::thread::sleep(std::time::Duration::from_secs(delay));
+                    attempt += 1;
+                    continue;
+                }
+                if may_have_arrived {
+                    bail!("{}", uncertain(&e, &key));
+                }
+                return Err(e);
+            }
+        }
+    };
     println!("Submitting job(s).");
     println!(
         "{} job(s) submitted to cluster {}.",
         reply.jobs, reply.cluster
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Seconds to wait before each new attempt when the schedd's answer is lost.
+const RETRY_DELAYS: [u64; 4] = [1, 2, 4, 8];
+
+/// A failure of the connection, not an answer: the request may be sent again.
+fn transient(e: &skua_net::NetError) -> bool {
+    use skua_net::NetError;
+    matches!(
+        e,
+        NetError::Connect { .. }
+            | NetError::Http { .. }
+            | NetError::Timeout { .. }
+            | NetError::Decode { .. }
+    )
+}
+
+fn retry_after(attempt: usize, e: &skua_net::NetError) {
+    let delay = RETRY_DELAYS.get(attempt).copied().unwrap_or(1);
+    eprintln!("skua submit: {e}; trying again in {delay} s");
+    std::thread::sleep(std::time::Duration::from_secs(delay));
+}
+
+/// What the user is told when the schedd may or may not have queued the
+/// jobs: the outcome is unknown, and how to find out.
+fn uncertain(e: &anyhow::Error, key: &str) -> String {
+    format!(
+        "{e:#}\n\
+         The schedd could not be reached again: the jobs may or may not have been queued.\n\
+         Do not simply submit again. To find out, once the schedd answers, run\n\
+         \x20   skua q -constraint 'SubmissionId == \"{key}\"'\n\
+         (and, if the jobs may have finished already,\n\
+         \x20   skua history -constraint 'SubmissionId == \"{key}\"')\n\
+         and submit again only if neither lists any job."
+    )
+}
+
+/// A key unique to one submission: 128 random bits from the kernel (the
+/// time and the process id if those cannot be read), as hex.
+fn submission_key() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !random {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes[..8].copy_from_slice(&(now as u64).to_le_bytes());
+        bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `name=value` words from the command line.

@@ -92,15 +92,25 @@ fn supervisor_config(ctx: &DaemonContext) -> anyhow::Result<SupervisorConfig> {
             .with_context(|| format!("MASTER_BACKOFF_FACTOR = {v:?}"))?;
     }
     if let Some(v) = ctx.knob("MASTER_MAX_RESTARTS")? {
-        c.max_restarts = Some(
-            v.trim()
-                .parse()
-                .with_context(|| format!("MASTER_MAX_RESTARTS = {v:?}"))?,
-        );
+        c.max_restarts = max_restarts(&v)?;
     }
     c.validate()
         .map_err(|e| anyhow::anyhow!("master configuration: {e}"))?;
     Ok(c)
+}
+
+/// `MASTER_MAX_RESTARTS`: a whole number of restarts in a row, or a
+/// negative one (`-1`) for no limit (HTCondor's behaviour: restart forever).
+fn max_restarts(text: &str) -> anyhow::Result<Option<u32>> {
+    let n: i64 = text.trim().parse().with_context(|| {
+        format!("MASTER_MAX_RESTARTS = {text:?} is not a whole number (-1: no limit)")
+    })?;
+    if n < 0 {
+        return Ok(None);
+    }
+    u32::try_from(n)
+        .map(Some)
+        .with_context(|| format!("MASTER_MAX_RESTARTS = {text:?} is too large"))
 }
 
 /// Re-reads the configuration before a reconfig is passed on: a broken
@@ -339,10 +349,7 @@ fn spawn_child(
         let log = ctx
             .log_dir
             .join(format!("{}.out", name.to_ascii_lowercase()));
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
+        let out = skua_daemon::logging::open_private_append(&log)
             .with_context(|| format!("opening {}", log.display()))?;
         let err = out.try_clone()?;
         let child = tokio::process::Command::new(&program)
@@ -387,5 +394,19 @@ fn spawn_child(
                 now,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn max_restarts_minus_one_means_no_limit() {
+        assert_eq!(super::max_restarts("-1").unwrap(), None);
+        assert_eq!(super::max_restarts(" -5 ").unwrap(), None);
+        assert_eq!(super::max_restarts("0").unwrap(), Some(0));
+        assert_eq!(super::max_restarts("12").unwrap(), Some(12));
+        let e = super::max_restarts("often").unwrap_err().to_string();
+        assert!(e.contains("MASTER_MAX_RESTARTS"), "{e}");
+        assert!(super::max_restarts("99999999999").is_err());
     }
 }

@@ -33,6 +33,12 @@ pub struct Submit {
     /// The attributes every job shares, sent once.
     #[serde(default)]
     pub cluster_ad: Option<String>,
+    /// A key unique to this submission, chosen by the tool (1 to 128 of
+    /// `A-Z a-z 0-9 . _ : -`). The schedd records it with the cluster (the
+    /// jobs' `SubmissionId`); sending the same request again is answered
+    /// with the cluster already made instead of queueing the jobs twice.
+    #[serde(default)]
+    pub submission_id: Option<String>,
 }
 
 /// The reply to [`Submit`].
@@ -42,6 +48,10 @@ pub struct SubmitReply {
     pub cluster: u32,
     /// How many jobs were queued.
     pub jobs: u32,
+    /// True when the submission key named a submission already made: the
+    /// reply describes it and nothing new was queued.
+    #[serde(default)]
+    pub repeated: bool,
 }
 
 /// Which jobs a command applies to. Every part that is present must hold

@@ -11,6 +11,12 @@ pub const Q_DATE: &str = "QDate";
 pub const COMPLETION_DATE: &str = "CompletionDate";
 pub const JOB_PRIO: &str = "JobPrio";
 pub const USER_LOG: &str = "UserLog";
+pub const USER: &str = "User";
+pub const GLOBAL_JOB_ID: &str = "GlobalJobId";
+pub const TOTAL_SUBMIT_PROCS: &str = "TotalSubmitProcs";
+/// The key `skua submit` sends with a submission (a retry with the same
+/// key gets the cluster already made); kept in the cluster ad.
+pub const SUBMISSION_ID: &str = "SubmissionId";
 
 pub const HOLD_REASON: &str = "HoldReason";
 pub const HOLD_REASON_CODE: &str = "HoldReasonCode";
@@ -105,6 +111,60 @@ pub const PROC_ONLY: &[&str] = &[
     JOB_CORE_DUMPED,
 ];
 
+/// Attributes the schedd owns: whatever value a submitted ad carries (a
+/// `+User` line, a forged `GlobalJobId`, a run count) is discarded, and the
+/// schedd writes its own where it has one ([`crate::Queue::plan_submit`]):
+/// the job's identity (`ClusterId`, `ProcId`, `Owner`, `User`,
+/// `GlobalJobId`, `SubmissionId`, `MyType`), its submission bookkeeping
+/// (`QDate`, `EnteredCurrentStatus`, `TotalSubmitProcs`), the bookkeeping of
+/// its runs and holds that only the schedd writes later, and HTCondor's
+/// secure attributes (which only the schedd sets, from the credentials).
+/// `JobStatus` is the schedd's too, but a submitted `JobStatus = 5` (submit
+/// on hold) is honoured.
+pub const SCHEDD_OWNED: &[&str] = &[
+    CLUSTER_ID,
+    PROC_ID,
+    OWNER,
+    USER,
+    GLOBAL_JOB_ID,
+    SUBMISSION_ID,
+    MY_TYPE,
+    Q_DATE,
+    ENTERED_CURRENT_STATUS,
+    TOTAL_SUBMIT_PROCS,
+    LAST_JOB_STATUS,
+    COMPLETION_DATE,
+    NUM_HOLDS,
+    NUM_HOLDS_BY_REASON,
+    LAST_HOLD_REASON,
+    LAST_HOLD_REASON_CODE,
+    LAST_HOLD_REASON_SUBCODE,
+    RELEASE_REASON,
+    REMOVE_REASON,
+    crate::run::REMOTE_HOST,
+    crate::run::LAST_REMOTE_HOST,
+    crate::run::JOB_START_DATE,
+    crate::run::JOB_CURRENT_START_DATE,
+    crate::run::JOB_CURRENT_START_EXECUTING_DATE,
+    crate::run::NUM_JOB_MATCHES,
+    crate::run::JOB_RUN_COUNT,
+    crate::run::SHADOW_BDAY,
+    crate::run::LAST_MATCH_TIME,
+    crate::run::NUM_SHADOW_EXCEPTIONS,
+    crate::run::LAST_VACATE_REASON,
+    "x509userProxySubject",
+    "x509UserProxyEmail",
+    "x509UserProxyVOName",
+    "x509UserProxyFirstFQAN",
+    "x509UserProxyFQAN",
+    "AuthTokenSubject",
+    "AuthTokenIssuer",
+    "AuthTokenGroups",
+    "AuthTokenId",
+    "AuthTokenScopes",
+    "AuthTokenProject",
+];
+
 /// Attributes nobody may change with `qedit` (HTCondor's
 /// `SYSTEM_IMMUTABLE_JOB_ATTRS` default).
 pub const IMMUTABLE: &[&str] = &[
@@ -140,6 +200,8 @@ pub const PROTECTED: &[&str] = &[
     NUM_HOLDS_BY_REASON,
     RELEASE_REASON,
     REMOVE_REASON,
+    GLOBAL_JOB_ID,
+    SUBMISSION_ID,
     "x509userProxySubject",
     "x509UserProxyEmail",
     "x509UserProxyVOName",

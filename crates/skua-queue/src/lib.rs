@@ -31,7 +31,8 @@
 //!
 //! # Decisions
 //!
-//! - [`Queue::plan_submit`] — a new cluster from complete job ads.
+//! - [`Queue::plan_submission`] — a new cluster from complete job ads, within
+//!   the job-count limits, with the attributes the schedd owns set by it.
 //! - [`Queue::plan_action`] — hold, release, remove (HTCondor's
 //!   `condor_hold`, `condor_release`, `condor_rm`), with authorization: a
 //!   non-admin acts only on their own jobs.
@@ -60,7 +61,10 @@ use std::str::FromStr;
 
 pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};
-pub use plan::{Action, ActionReport, Actor, Outcome, ReportEntry, Selector, Target};
+pub use plan::{
+    Action, ActionReport, Actor, Outcome, ReportEntry, Selector, SubmitContext, SubmitLimits,
+    Target,
+};
 pub use policy::{periodic_decisions, ExitInfo, PeriodicDecision, SystemPolicy};
 pub use queue::{int_attr, str_attr, Queue, SubmitterCounts};
 pub use run::RunEnd;
@@ -189,4 +193,8 @@ pub enum QueueError {
     BadRequest(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A job-count limit (`MAX_JOBS_PER_OWNER` and the like) refuses the
+    /// request; the message names the limit and the numbers.
+    #[error("{0}")]
+    LimitExceeded(String),
 }

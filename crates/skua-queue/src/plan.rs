@@ -367,20 +367,77 @@ impl<'q> Planner<'q> {
     }
 }
 
+/// HTCondor's job-count limits on submissions (`None`: no limit). Every
+/// job in the queue counts, whatever its state, as HTCondor counts them;
+/// a submission that would break a limit is refused as a whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubmitLimits {
+    /// `MAX_JOBS_SUBMITTED`: jobs in the whole queue.
+    pub max_jobs_submitted: Option<u64>,
+    /// `MAX_JOBS_PER_OWNER`: jobs of one owner in the queue.
+    pub max_jobs_per_owner: Option<u64>,
+    /// `MAX_JOBS_PER_SUBMISSION`: jobs in one submission.
+    pub max_jobs_per_submission: Option<u64>,
+}
+
+/// Who submits, and the names and limits the schedd applies
+/// ([`Queue::plan_submission`]).
+#[derive(Clone, Debug, Default)]
+pub struct SubmitContext<'a> {
+    /// The authenticated owner.
+    pub owner: &'a str,
+    /// The submission time (Unix seconds).
+    pub now: i64,
+    /// The address the Submit event names.
+    pub submit_host: &'a str,
+    /// `UID_DOMAIN`: `User` is `owner@uid_domain`.
+    pub uid_domain: Option<&'a str>,
+    /// The schedd's name, the first part of `GlobalJobId`.
+    pub schedd_name: Option<&'a str>,
+    /// The submission's key, recorded as `SubmissionId`.
+    pub submission_id: Option<&'a str>,
+    /// The job-count limits.
+    pub limits: SubmitLimits,
+}
+
 impl Queue {
-    /// Plans the submission of a cluster: `jobs` are the complete ads the
-    /// submit language produced, in ProcId order. The cluster id must have
-    /// been reserved ([`Queue::reserve_cluster_id`]) and not be in use.
-    ///
-    /// Every job gets `ClusterId`, `ProcId`, `Owner` (the authenticated
-    /// owner, whatever the ad said), `QDate` and `EnteredCurrentStatus`
-    /// (`now`), and `JobStatus` Idle, or Held when the ad asks for Held
-    /// (then `HoldReasonCode` 15, `HoldReasonSubCode` 0 and a `HoldReason`
-    /// unless given). Attributes identical in every job (except
-    /// [`attr::PROC_ONLY`]) go to the cluster ad, the rest to the proc ads.
-    ///
-    /// Events: a Submit event per job, as HTCondor writes; a job submitted
-    /// on hold gets no Held event (HTCondor writes none either).
+    /// Refuses a submission of `n` jobs by `owner` that would break a
+    /// limit, naming the limit and the numbers.
+    fn check_limits(&self, n: usize, owner: &str, limits: &SubmitLimits) -> Result<(), QueueError> {
+        let n = n as u64;
+        if let Some(max) = limits.max_jobs_per_submission {
+            if n > max {
+                return Err(QueueError::LimitExceeded(format!(
+                    "Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: \
+                     {n} jobs in one submission, the limit is {max}"
+                )));
+            }
+        }
+        if let Some(max) = limits.max_jobs_per_owner {
+            let have = self.owner_job_count(owner) as u64;
+            if have + n > max {
+                return Err(QueueError::LimitExceeded(format!(
+                    "Number of submitted jobs would exceed MAX_JOBS_PER_OWNER: \
+                     {owner} has {have} jobs in the queue, this submission adds {n}, \
+                     the limit is {max}"
+                )));
+            }
+        }
+        if let Some(max) = limits.max_jobs_submitted {
+            let have = self.jobs.len() as u64;
+            if have + n > max {
+                return Err(QueueError::LimitExceeded(format!(
+                    "Number of submitted jobs would exceed MAX_JOBS_SUBMITTED: \
+                     the queue has {have} jobs, this submission adds {n}, the limit is {max}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans the submission of a cluster with no limits and no names beyond
+    /// the owner: [`Queue::plan_submission`] with a default
+    /// [`SubmitContext`].
     pub fn plan_submit(
         &self,
         cluster: u32,
@@ -389,6 +446,43 @@ impl Queue {
         now: i64,
         submit_host: &str,
     ) -> Result<Txn, QueueError> {
+        let ctx = SubmitContext {
+            owner,
+            now,
+            submit_host,
+            ..SubmitContext::default()
+        };
+        self.plan_submission(cluster, jobs, &ctx)
+    }
+
+    /// Plans the submission of a cluster: `jobs` are the complete ads the
+    /// submit language produced, in ProcId order. The cluster id must have
+    /// been reserved ([`Queue::reserve_cluster_id`]) and not be in use.
+    ///
+    /// The whole submission is refused, nothing planned, when it would break
+    /// one of `ctx.limits` (see [`SubmitLimits`]).
+    ///
+    /// The attributes the schedd owns ([`attr::SCHEDD_OWNED`]) are dropped
+    /// from the submitted ads, whatever they said; then every job gets
+    /// `ClusterId`, `ProcId`, `Owner` (the authenticated owner), `User`
+    /// (`owner@uid_domain`, when the context has a UID domain), `GlobalJobId`
+    /// (`schedd#cluster.proc#now`, when it has a schedd name),
+    /// `SubmissionId` (when given), `MyType`, `TotalSubmitProcs`, `QDate` and
+    /// `EnteredCurrentStatus` (`now`), and `JobStatus` Idle, or Held when
+    /// the ad asks for Held (then `HoldReasonCode` 15, `HoldReasonSubCode` 0
+    /// and a `HoldReason` unless given). Attributes identical in every job
+    /// (except [`attr::PROC_ONLY`]) go to the cluster ad, the rest to the
+    /// proc ads.
+    ///
+    /// Events: a Submit event per job, as HTCondor writes; a job submitted
+    /// on hold gets no Held event (HTCondor writes none either).
+    pub fn plan_submission(
+        &self,
+        cluster: u32,
+        jobs: Vec<ClassAd>,
+        ctx: &SubmitContext<'_>,
+    ) -> Result<Txn, QueueError> {
+        let (owner, now) = (ctx.owner, ctx.now);
         if cluster == 0 || cluster >= self.next_cluster {
             return Err(QueueError::Conflict(format!(
                 "cluster id {cluster} was not reserved"
@@ -405,30 +499,66 @@ impl Queue {
         if owner.is_empty() {
             return Err(QueueError::BadRequest("empty owner".into()));
         }
+        self.check_limits(jobs.len(), owner, &ctx.limits)?;
         let n = u32::try_from(jobs.len())
             .map_err(|_| QueueError::BadRequest("too many jobs".into()))?;
-        // Names are checked once per distinct parent and per own part.
-        let mut checked_parent: Option<ClassAd> = None;
+        let user = ctx.uid_domain.map(|d| format!("{owner}@{d}"));
+        // Names are checked once per distinct parent and per own part; a
+        // parent carrying attributes the schedd owns is replaced, once, by a
+        // copy without them.
+        let mut checked_parent: Option<(ClassAd, Option<ClassAd>)> = None;
         let mut full: Vec<ClassAd> = Vec::with_capacity(jobs.len());
         for (proc, mut ad) in (0..n).zip(jobs) {
+            let held = int_attr(&ad, attr::JOB_STATUS) == Some(JobStatus::Held.code());
             if let Some(p) = ad.parent_ad() {
-                if !checked_parent.as_ref().is_some_and(|c| c.same_ad(p)) {
+                if !checked_parent.as_ref().is_some_and(|(c, _)| c.same_ad(p)) {
                     for (name, _) in p.iter_chained() {
                         check_name(name.as_str())?;
                     }
-                    checked_parent = Some(p.clone());
+                    let owned = p
+                        .iter_chained()
+                        .any(|(name, _)| attr::is_in(attr::SCHEDD_OWNED, name.as_str()));
+                    let cleaned = owned.then(|| {
+                        let mut c = p.flatten();
+                        for name in attr::SCHEDD_OWNED {
+                            c.remove(name);
+                        }
+                        c
+                    });
+                    checked_parent = Some((p.clone(), cleaned));
+                }
+                if let Some((_, Some(cleaned))) = &checked_parent {
+                    ad.chain_to(cleaned.clone());
                 }
             }
             for (name, _) in ad.iter() {
                 check_name(name.as_str())?;
             }
-            let held = int_attr(&ad, attr::JOB_STATUS) == Some(JobStatus::Held.code());
-            if ad.lookup(attr::MY_TYPE).is_none() {
-                ad.insert_value(attr::MY_TYPE, "Job");
+            let owned: Vec<classad::Name> = ad
+                .iter()
+                .filter(|(name, _)| attr::is_in(attr::SCHEDD_OWNED, name.as_str()))
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in owned {
+                ad.remove(name.as_str());
             }
+            ad.insert_value(attr::MY_TYPE, "Job");
             ad.insert_value(attr::CLUSTER_ID, cluster as i64);
             ad.insert_value(attr::PROC_ID, proc as i64);
             ad.insert_value(attr::OWNER, owner);
+            if let Some(user) = &user {
+                ad.insert_value(attr::USER, user.as_str());
+            }
+            if let Some(name) = ctx.schedd_name {
+                ad.insert_value(
+                    attr::GLOBAL_JOB_ID,
+                    format!("{name}#{cluster}.{proc}#{now}").as_str(),
+                );
+            }
+            if let Some(id) = ctx.submission_id {
+                ad.insert_value(attr::SUBMISSION_ID, id);
+            }
+            ad.insert_value(attr::TOTAL_SUBMIT_PROCS, n as i64);
             ad.insert_value(attr::Q_DATE, now);
             ad.insert_value(attr::ENTERED_CURRENT_STATUS, now);
             if held {
@@ -473,7 +603,7 @@ impl Queue {
             txn.events.push((
                 id,
                 UserLogEvent::Submit {
-                    host: submit_host.into(),
+                    host: ctx.submit_host.into(),
                 },
             ));
         }

@@ -213,6 +213,17 @@ impl Queue {
         rows.into_iter().map(|r| r.3).collect()
     }
 
+    /// The number of jobs of `owner` in the queue, whatever their state.
+    pub fn owner_job_count(&self, owner: &str) -> usize {
+        self.jobs
+            .values()
+            .filter(|ad| match ad.lookup(attr::OWNER) {
+                Some(Expr::Lit(Value::Str(s))) => s.as_ref() == owner.as_bytes(),
+                _ => false,
+            })
+            .count()
+    }
+
     /// Job counts by owner and state.
     pub fn submitter_counts(&self) -> BTreeMap<String, SubmitterCounts> {
         let mut out: BTreeMap<String, SubmitterCounts> = BTreeMap::new();

@@ -8,7 +8,7 @@ use classad::{parse_ad, parse_expr, ClassAd, Evaluator, Expr};
 use skua_queue::userlog::Rusage;
 use skua_queue::{
     attr, Action, Actor, ExitInfo, JobId, JobStatus, Mutation, Outcome, Queue, QueueError,
-    Selector, SystemPolicy, Txn, UserLogEvent,
+    Selector, SubmitContext, SubmitLimits, SystemPolicy, Txn, UserLogEvent,
 };
 
 const NOW: i64 = 1_800_000_000;
@@ -128,6 +128,179 @@ fn submit_factors_common_attributes_into_the_cluster_ad() {
     // a one-job cluster keeps everything but the per-job attributes shared
     let c2 = submit(&mut q, "bob", 1, |_| job(""));
     assert_eq!(q.job(JobId::new(c2, 0)).unwrap().iter().count(), 3);
+}
+
+/// Plans a submission of `n` plain jobs as `owner` under `limits` into a
+/// freshly reserved cluster; commits it when planned.
+fn submit_within(
+    q: &mut Queue,
+    owner: &str,
+    n: u32,
+    limits: SubmitLimits,
+) -> Result<u32, QueueError> {
+    let c = q.next_cluster_id();
+    let r = q.reserve_cluster_id();
+    commit(q, &r);
+    let ctx = SubmitContext {
+        owner,
+        now: NOW,
+        submit_host: HOST,
+        limits,
+        ..SubmitContext::default()
+    };
+    let txn = q.plan_submission(c, (0..n).map(|_| job("")).collect(), &ctx)?;
+    commit(q, &txn);
+    Ok(c)
+}
+
+#[test]
+fn job_count_limits_refuse_the_whole_submission_and_count_every_queued_job() {
+    let per_owner = SubmitLimits {
+        max_jobs_per_owner: Some(5),
+        ..SubmitLimits::default()
+    };
+    let mut q = Queue::new();
+    let c = submit_within(&mut q, "alice", 3, per_owner).unwrap();
+    // held and removed-but-running jobs are still in the queue: they count
+    set_status(&mut q, JobId::new(c, 0), JobStatus::Held);
+    set_status(&mut q, JobId::new(c, 1), JobStatus::Removed);
+    let before = q.clone();
+    let e = submit_within(&mut q, "alice", 3, per_owner).unwrap_err();
+    let QueueError::LimitExceeded(msg) = &e else {
+        panic!("not a limit: {e:?}");
+    };
+    for part in [
+        "MAX_JOBS_PER_OWNER",
+        "alice has 3 jobs",
+        "adds 3",
+        "limit is 5",
+    ] {
+        assert!(msg.contains(part), "{part:?} missing from {msg:?}");
+    }
+    // nothing of the refused submission is in the queue
+    assert_eq!(q.len(), before.len());
+    assert_eq!(q.clusters().count(), 1);
+    // exactly up to the limit is fine; another owner has their own count
+    submit_within(&mut q, "alice", 2, per_owner).unwrap();
+    submit_within(&mut q, "bob", 5, per_owner).unwrap();
+    assert!(submit_within(&mut q, "alice", 1, per_owner).is_err());
+    assert_eq!(q.owner_job_count("alice"), 5);
+
+    // MAX_JOBS_SUBMITTED counts everybody's jobs
+    let total = SubmitLimits {
+        max_jobs_submitted: Some(12),
+        ..SubmitLimits::default()
+    };
+    let e = submit_within(&mut q, "carol", 3, total).unwrap_err();
+    assert!(
+        e.to_string().contains("MAX_JOBS_SUBMITTED")
+            && e.to_string().contains("the queue has 10 jobs"),
+        "{e}"
+    );
+    submit_within(&mut q, "carol", 2, total).unwrap();
+
+    // MAX_JOBS_PER_SUBMISSION bounds one submission only
+    let one = SubmitLimits {
+        max_jobs_per_submission: Some(2),
+        ..SubmitLimits::default()
+    };
+    let e = submit_within(&mut q, "dave", 3, one).unwrap_err();
+    assert!(e.to_string().contains("MAX_JOBS_PER_SUBMISSION"), "{e}");
+    submit_within(&mut q, "dave", 2, one).unwrap();
+    submit_within(&mut q, "dave", 2, one).unwrap();
+    assert_eq!(q.owner_job_count("dave"), 4);
+}
+
+#[test]
+fn attributes_the_schedd_owns_are_its_own_whatever_the_ad_said() {
+    let mut q = Queue::new();
+    let c = q.next_cluster_id();
+    let r = q.reserve_cluster_id();
+    commit(&mut q, &r);
+    let forged = "User = \"bob@example.org\"; Owner = \"bob\"; ClusterId = 999; ProcId = 7; \
+                  QDate = 1; EnteredCurrentStatus = 1; GlobalJobId = \"other#1.0#1\"; \
+                  SubmissionId = \"forged\"; TotalSubmitProcs = 100; MyType = \"Machine\"; \
+                  JobRunCount = 50; NumJobMatches = 50; NumShadowExceptions = -100; \
+                  RemoteHost = \"slot1@elsewhere\"; NumHolds = 9; LastJobStatus = 4; \
+                  AuthTokenSubject = \"root@pool\"";
+    // once in the shared parent (as `skua submit` sends the common part),
+    // once in a job's own part
+    let common = parse_ad(&format!("[Cmd = \"/bin/true\"; {forged}]")).unwrap();
+    let ads: Vec<ClassAd> = (0..2)
+        .map(|p| {
+            let mut ad = if p == 0 {
+                parse_ad("[Arguments = \"0\"]").unwrap()
+            } else {
+                parse_ad(&format!("[Arguments = \"1\"; {forged}]")).unwrap()
+            };
+            ad.chain_to(common.clone());
+            ad
+        })
+        .collect();
+    let ctx = SubmitContext {
+        owner: "alice",
+        now: NOW,
+        submit_host: HOST,
+        uid_domain: Some("pool.example"),
+        schedd_name: Some("sched.example"),
+        submission_id: Some("key-1"),
+        ..SubmitContext::default()
+    };
+    let txn = q.plan_submission(c, ads, &ctx).unwrap();
+    commit(&mut q, &txn);
+    for p in 0..2 {
+        let id = JobId::new(c, p);
+        assert_eq!(
+            string(&q, id, "User").as_deref(),
+            Some("alice@pool.example")
+        );
+        assert_eq!(string(&q, id, "Owner").as_deref(), Some("alice"));
+        assert_eq!(int(&q, id, "ClusterId"), Some(c as i64));
+        assert_eq!(int(&q, id, "ProcId"), Some(p as i64));
+        assert_eq!(int(&q, id, "QDate"), Some(NOW));
+        assert_eq!(int(&q, id, "EnteredCurrentStatus"), Some(NOW));
+        assert_eq!(
+            string(&q, id, "GlobalJobId"),
+            Some(format!("sched.example#{c}.{p}#{NOW}"))
+        );
+        assert_eq!(string(&q, id, "SubmissionId").as_deref(), Some("key-1"));
+        assert_eq!(int(&q, id, "TotalSubmitProcs"), Some(2));
+        assert_eq!(string(&q, id, "MyType").as_deref(), Some("Job"));
+        assert_eq!(string(&q, id, "Cmd").as_deref(), Some("/bin/true"));
+        for gone in [
+            "JobRunCount",
+            "NumJobMatches",
+            "NumShadowExceptions",
+            "RemoteHost",
+            "NumHolds",
+            "LastJobStatus",
+            "AuthTokenSubject",
+        ] {
+            assert!(
+                q.job(id).unwrap().lookup(gone).is_none(),
+                "{gone} kept in job {p}"
+            );
+        }
+    }
+    // without a UID domain or a key the forged values are still gone
+    let c = q.next_cluster_id();
+    let r = q.reserve_cluster_id();
+    commit(&mut q, &r);
+    let txn = q
+        .plan_submit(
+            c,
+            vec![parse_ad(&format!("[{forged}]")).unwrap()],
+            "alice",
+            NOW,
+            HOST,
+        )
+        .unwrap();
+    commit(&mut q, &txn);
+    let id = JobId::new(c, 0);
+    for gone in ["User", "GlobalJobId", "SubmissionId"] {
+        assert!(q.job(id).unwrap().lookup(gone).is_none(), "{gone} kept");
+    }
+    assert_eq!(string(&q, id, "Owner").as_deref(), Some("alice"));
 }
 
 #[test]

@@ -22,7 +22,7 @@ use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
-use skua_queue::{Action, Actor, JobId, QueueError, Selector, SystemPolicy};
+use skua_queue::{Action, Actor, JobId, QueueError, Selector, SubmitLimits, SystemPolicy};
 use tokio::sync::{watch, Notify};
 
 use crate::schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
@@ -44,7 +44,7 @@ fn api_error(e: ScheddError) -> ApiError {
             QueueError::PermissionDenied(m) => {
                 ApiError::new(skua_proto::ErrorCode::PermissionDenied, m)
             }
-            QueueError::Conflict(m) => ApiError::conflict(m),
+            QueueError::Conflict(m) | QueueError::LimitExceeded(m) => ApiError::conflict(m),
             other => ApiError::bad_request(other.to_string()),
         },
         ScheddError::BadRequest(m) => ApiError::bad_request(m),
@@ -199,17 +199,40 @@ async fn submit(
         ));
     }
     let cluster = req.cluster;
-    let n = with_schedd(&st, move |s| s.submit(&owner, cluster, jobs, now_secs())).await?;
-    tracing::info!(
-        "{} submitted {n} job(s) in cluster {cluster} (ads parsed in {parsed:?}, queued in {:?})",
-        caller.identity,
-        t0.elapsed() - parsed
-    );
-    st.changed.notify_one();
-    st.reschedule.notify_one();
+    let key = req.submission_id.clone();
+    let done = with_schedd(&st, move |s| {
+        s.submit_keyed(&owner, cluster, jobs, key.as_deref(), now_secs())
+    })
+    .await;
+    let done = match done {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!("submission by {} refused: {}", caller.identity, e.0.message);
+            return Err(e);
+        }
+    };
+    if done.repeated {
+        tracing::info!(
+            "{} sent submission {} again: answered with cluster {} made before",
+            caller.identity,
+            req.submission_id.as_deref().unwrap_or_default(),
+            done.cluster
+        );
+    } else {
+        tracing::info!(
+            "{} submitted {} job(s) in cluster {} (ads parsed in {parsed:?}, queued in {:?})",
+            caller.identity,
+            done.jobs,
+            done.cluster,
+            t0.elapsed() - parsed
+        );
+        st.changed.notify_one();
+        st.reschedule.notify_one();
+    }
     Ok(Json(SubmitReply {
-        cluster,
-        jobs: u32::try_from(n).unwrap_or(u32::MAX),
+        cluster: done.cluster,
+        jobs: u32::try_from(done.jobs).unwrap_or(u32::MAX),
+        repeated: done.repeated,
     }))
 }
 
@@ -369,6 +392,29 @@ fn system_policy(ctx: &DaemonContext) -> anyhow::Result<SystemPolicy> {
     })
 }
 
+/// A job-count limit knob: a whole number (HTCondor's defaults come from
+/// the built-in table: `MAX_JOBS_SUBMITTED` 2147483647, `MAX_JOBS_PER_OWNER`
+/// 100000, `MAX_JOBS_PER_SUBMISSION` 20000).
+fn limit_knob(ctx: &DaemonContext, name: &str) -> anyhow::Result<Option<u64>> {
+    match ctx.knob(name)? {
+        None => Ok(None),
+        Some(t) => {
+            t.trim().parse::<u64>().map(Some).map_err(|_| {
+                anyhow::anyhow!("{name} = {t}: not a whole number of jobs (0 or more)")
+            })
+        }
+    }
+}
+
+/// The job-count limits of the configuration.
+pub fn submit_limits(ctx: &DaemonContext) -> anyhow::Result<SubmitLimits> {
+    Ok(SubmitLimits {
+        max_jobs_submitted: limit_knob(ctx, "MAX_JOBS_SUBMITTED")?,
+        max_jobs_per_owner: limit_knob(ctx, "MAX_JOBS_PER_OWNER")?,
+        max_jobs_per_submission: limit_knob(ctx, "MAX_JOBS_PER_SUBMISSION")?,
+    })
+}
+
 fn usize_knob(ctx: &DaemonContext, name: &str) -> anyhow::Result<Option<usize>> {
     match ctx.knob(name)? {
         None => Ok(None),
@@ -477,9 +523,16 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .await
         .context("schedd: binding its Unix socket")?;
 
+    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into());
+    let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
     let mut settings = ScheddSettings {
         system_policy: system_policy(&ctx)?,
-        max_jobs_per_submission: usize_knob(&ctx, "MAX_JOBS_PER_SUBMISSION")?,
+        limits: submit_limits(&ctx)?,
+        uid_domain: Some(ctx.uid_domain.clone()),
+        name: Some(name.clone()),
         history_max_jobs: usize_knob(&ctx, "HISTORY_MAX_JOBS")?,
         max_run_failures: usize_knob(&ctx, "MAX_JOB_RUN_FAILURES")?.unwrap_or(5) as i64,
         ..ScheddSettings::default()
@@ -570,11 +623,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     tracing::info!("schedd listening on {addr} and {}", sock.display());
     crate::lease::release_interrupted(&shared);
 
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
-    let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
     let start = now_secs();
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,

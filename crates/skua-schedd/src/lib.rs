@@ -19,4 +19,4 @@ mod shadow;
 pub mod store;
 pub mod userlog;
 
-pub use schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
+pub use schedd::{JobFilter, Schedd, ScheddError, ScheddSettings, Submitted};

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use classad::{ClassAd, EvalOptions, Evaluator, Expr};
 use skua_queue::{
     int_attr, str_attr, Action, ActionReport, Actor, JobId, JobStatus, Mutation, Queue, QueueError,
-    Selector, SystemPolicy, Txn,
+    Selector, SubmitContext, SubmitLimits, SystemPolicy, Txn,
 };
 
-use crate::store::{Changes, HistoryRow, Store, StoreError, Sync};
+use crate::store::{Changes, HistoryRow, Store, StoreError, SubmissionRow, Sync};
 use crate::userlog::UserLogWriter;
 
 /// Why a request failed.
@@ -44,8 +44,14 @@ pub struct ScheddSettings {
     pub submit_host: String,
     /// `SYSTEM_PERIODIC_*`.
     pub system_policy: SystemPolicy,
-    /// `MAX_JOBS_PER_SUBMISSION`: a larger cluster is refused.
-    pub max_jobs_per_submission: Option<usize>,
+    /// `MAX_JOBS_SUBMITTED`, `MAX_JOBS_PER_OWNER`,
+    /// `MAX_JOBS_PER_SUBMISSION`: a submission that would break one is
+    /// refused as a whole.
+    pub limits: SubmitLimits,
+    /// `UID_DOMAIN`: each job's `User` is `Owner@UID_DOMAIN`.
+    pub uid_domain: Option<String>,
+    /// The schedd's name (`SCHEDD_NAME`), the first part of `GlobalJobId`.
+    pub name: Option<String>,
     /// `HISTORY_MAX_JOBS` (rows kept in the history; `None`: unlimited).
     pub history_max_jobs: Option<usize>,
     /// The local time zone's offset from UTC at a given time, for the
@@ -54,6 +60,38 @@ pub struct ScheddSettings {
     /// `MAX_JOB_RUN_FAILURES`: a job whose runs failed this many times
     /// through no fault of its own is held (0: never).
     pub max_run_failures: i64,
+}
+
+/// What a submission did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    /// The cluster holding the jobs.
+    pub cluster: u32,
+    /// How many jobs it has.
+    pub jobs: usize,
+    /// True when the submission's key named one already made: nothing was
+    /// queued now (a retry after a lost answer).
+    pub repeated: bool,
+}
+
+/// The longest submission key accepted.
+pub const MAX_SUBMISSION_KEY_LEN: usize = 128;
+
+/// A submission key is 1 to 128 characters from `A-Z a-z 0-9 . _ : -`.
+fn check_submission_key(key: &str) -> Result<(), ScheddError> {
+    let ok = !key.is_empty()
+        && key.len() <= MAX_SUBMISSION_KEY_LEN
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ScheddError::BadRequest(format!(
+            "invalid submission key `{key}`: 1 to {MAX_SUBMISSION_KEY_LEN} letters, digits, \
+             `.`, `-`, `_` or `:`"
+        )))
+    }
 }
 
 /// The schedd.
@@ -193,6 +231,18 @@ impl Schedd {
 
     /// [`Schedd::commit`] with the store's durability `sync`.
     fn commit_as(&mut self, txn: Txn, now: i64, sync: Sync) -> Result<(), ScheddError> {
+        self.commit_recording(txn, now, sync, None)
+    }
+
+    /// [`Schedd::commit_as`], recording a keyed submission in the same
+    /// store transaction.
+    fn commit_recording(
+        &mut self,
+        txn: Txn,
+        now: i64,
+        sync: Sync,
+        submission: Option<SubmissionRow>,
+    ) -> Result<(), ScheddError> {
         if txn.is_empty() {
             return Ok(());
         }
@@ -233,7 +283,8 @@ impl Schedd {
             return Err(e.into());
         }
         let t_applied = std::time::Instant::now();
-        let changes = self.changes_for(&txn.mutations, history);
+        let mut changes = self.changes_for(&txn.mutations, history);
+        changes.submission = submission;
         let t_rows = std::time::Instant::now();
         if let Err(e) = self.store.commit_as(&changes, sync) {
             tracing::error!("commit failed, reloading the queue from the store: {e}");
@@ -280,6 +331,17 @@ impl Schedd {
     /// touched (a state change is a moment to check it, as the interval
     /// is), committing what that decides as a second transaction.
     fn commit_then_policy(&mut self, txn: Txn, now: i64) -> Result<(), ScheddError> {
+        self.commit_then_policy_recording(txn, now, None)
+    }
+
+    /// [`Schedd::commit_then_policy`], recording a keyed submission with
+    /// the change.
+    fn commit_then_policy_recording(
+        &mut self,
+        txn: Txn,
+        now: i64,
+        submission: Option<SubmissionRow>,
+    ) -> Result<(), ScheddError> {
         let mut touched: Vec<JobId> = txn
             .mutations
             .iter()
@@ -291,7 +353,7 @@ impl Schedd {
             })
             .collect();
         touched.dedup();
-        self.commit(txn, now)?;
+        self.commit_recording(txn, now, Sync::Full, submission)?;
         if touched.is_empty() {
             return Ok(());
         }
@@ -382,31 +444,70 @@ impl Schedd {
         jobs: Vec<ClassAd>,
         now: i64,
     ) -> Result<usize, ScheddError> {
+        Ok(self.submit_keyed(owner, cluster, jobs, None, now)?.jobs)
+    }
+
+    /// Queues one cluster of complete job ads, all or nothing, within the
+    /// job-count limits. With a `key` (chosen by the submitting tool, unique
+    /// per submission) the submission is idempotent: the key is recorded
+    /// with the cluster in the same transaction (and as the jobs'
+    /// `SubmissionId`), and a later submission by the same owner with the
+    /// same key queues nothing and is answered with the cluster made the
+    /// first time. A key recorded for another owner is refused.
+    pub fn submit_keyed(
+        &mut self,
+        owner: &str,
+        cluster: u32,
+        jobs: Vec<ClassAd>,
+        key: Option<&str>,
+        now: i64,
+    ) -> Result<Submitted, ScheddError> {
+        if let Some(key) = key {
+            check_submission_key(key)?;
+            if let Some(done) = self.store.submission(key)? {
+                if done.owner != owner {
+                    return Err(ScheddError::Queue(QueueError::PermissionDenied(format!(
+                        "submission key {key} belongs to another user"
+                    ))));
+                }
+                return Ok(Submitted {
+                    cluster: done.cluster,
+                    jobs: done.jobs as usize,
+                    repeated: true,
+                });
+            }
+        }
         if jobs.is_empty() {
             return Err(ScheddError::BadRequest(
                 "a submission needs at least one job".into(),
             ));
         }
-        if let Some(max) = self.settings.max_jobs_per_submission {
-            if jobs.len() > max {
-                return Err(ScheddError::BadRequest(format!(
-                    "{} jobs in one submission, more than MAX_JOBS_PER_SUBMISSION ({max})",
-                    jobs.len()
-                )));
-            }
-        }
         let n = jobs.len();
         let t_plan = std::time::Instant::now();
-        let mut jobs = jobs;
-        for ad in &mut jobs {
-            ad.insert_value("TotalSubmitProcs", n as i64);
-        }
-        let txn = self
-            .queue
-            .plan_submit(cluster, jobs, owner, now, &self.settings.submit_host)?;
+        let ctx = SubmitContext {
+            owner,
+            now,
+            submit_host: &self.settings.submit_host,
+            uid_domain: self.settings.uid_domain.as_deref(),
+            schedd_name: self.settings.name.as_deref(),
+            submission_id: key,
+            limits: self.settings.limits,
+        };
+        let txn = self.queue.plan_submission(cluster, jobs, &ctx)?;
         tracing::debug!("submit of {n} job(s) planned in {:?}", t_plan.elapsed());
-        self.commit_then_policy(txn, now)?;
-        Ok(n)
+        let record = key.map(|key| SubmissionRow {
+            key: key.to_string(),
+            owner: owner.to_string(),
+            cluster,
+            jobs: u32::try_from(n).unwrap_or(u32::MAX),
+            at: now,
+        });
+        self.commit_then_policy_recording(txn, now, record)?;
+        Ok(Submitted {
+            cluster,
+            jobs: n,
+            repeated: false,
+        })
     }
 
     /// Hold, release or remove.

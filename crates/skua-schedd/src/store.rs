@@ -9,7 +9,13 @@
 //! `jobs(cluster, proc, ad)` each job's own attributes (chained to its
 //! cluster ad when loaded), `history(seq, ...)` the final ads of jobs that
 //! left the queue, `meta(key, value)` the schema version and the next
-//! cluster id. Ads are stored as canonical ClassAd text.
+//! cluster id, `submissions(key, ...)` the cluster each keyed submission
+//! made (so that a retried submission is answered, not repeated). Ads are
+//! stored as canonical ClassAd text.
+//!
+//! The file and its `-wal` and `-shm` companions hold every user's job ads
+//! (environments, arguments): they are created readable by the schedd's
+//! user only (0600), and tightened to that when found more open.
 //!
 //! Durability: WAL journal with `synchronous = FULL`, so a commit returns
 //! only after the write-ahead log is on disk; a run's bookkeeping (start,
@@ -59,6 +65,14 @@ pub enum StoreError {
         /// The version found.
         found: i64,
     },
+    /// The file's permissions could not be set.
+    #[error("job queue database {path}: {source}")]
+    Io {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A row that cannot be what it claims to be.
     #[error("job queue database {path}: {what}")]
     Corrupt {
@@ -84,6 +98,26 @@ pub struct HistoryRow {
     pub ad: String,
 }
 
+/// A submission made with a key: a retry with the same key is answered
+/// with this instead of queueing the jobs again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubmissionRow {
+    /// The key the submitting tool chose.
+    pub key: String,
+    /// Who submitted.
+    pub owner: String,
+    /// The cluster made.
+    pub cluster: u32,
+    /// How many jobs it had.
+    pub jobs: u32,
+    /// When (Unix seconds).
+    pub at: i64,
+}
+
+/// How long the key of a submission is remembered (seconds): a retry comes
+/// within seconds; a week covers any client that waits and tries again.
+pub const SUBMISSION_KEY_LIFETIME: i64 = 7 * 24 * 3600;
+
 /// Everything one transaction changes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
@@ -99,6 +133,8 @@ pub struct Changes {
     pub delete_clusters: Vec<u32>,
     /// Jobs appended to the history.
     pub history: Vec<HistoryRow>,
+    /// A keyed submission recorded with its cluster.
+    pub submission: Option<SubmissionRow>,
 }
 
 impl Changes {
@@ -110,6 +146,7 @@ impl Changes {
             && self.delete_jobs.is_empty()
             && self.delete_clusters.is_empty()
             && self.history.is_empty()
+            && self.submission.is_none()
     }
 }
 
@@ -145,6 +182,10 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
+        private_files(path).map_err(|e| StoreError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
         let conn = Connection::open(path).map_err(err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;
@@ -162,6 +203,9 @@ impl Store {
                  seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster INTEGER NOT NULL,
                  proc INTEGER NOT NULL, owner TEXT NOT NULL, completion INTEGER NOT NULL,
                  ad TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS submissions (
+                 key TEXT PRIMARY KEY, owner TEXT NOT NULL, cluster INTEGER NOT NULL,
+                 jobs INTEGER NOT NULL, at INTEGER NOT NULL);
              INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 1);
              INSERT OR IGNORE INTO meta (key, value) VALUES ('next_cluster', 1);",
         )
@@ -326,8 +370,50 @@ impl Store {
                 hist.execute(params![h.cluster, h.proc, h.owner, h.completion, h.ad])
                     .map_err(err)?;
             }
+            if let Some(sub) = &changes.submission {
+                tx.execute(
+                    "DELETE FROM submissions WHERE at < ?1",
+                    [sub.at - SUBMISSION_KEY_LIFETIME],
+                )
+                .map_err(err)?;
+                tx.execute(
+                    "INSERT OR REPLACE INTO submissions (key, owner, cluster, jobs, at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![sub.key, sub.owner, sub.cluster, sub.jobs, sub.at],
+                )
+                .map_err(err)?;
+            }
         }
         tx.commit().map_err(err)
+    }
+
+    /// The submission recorded under `key`, if it is remembered.
+    pub fn submission(&self, key: &str) -> Result<Option<SubmissionRow>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT owner, cluster, jobs, at FROM submissions WHERE key = ?1",
+                [key],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .map(|(owner, cluster, jobs, at)| {
+                Ok(SubmissionRow {
+                    key: key.to_string(),
+                    owner,
+                    cluster: self.id(cluster, "cluster id")?,
+                    jobs: self.id(jobs, "job count")?,
+                    at,
+                })
+            })
+            .transpose()
     }
 
     /// Visits the history newest first; `visit` returns false to stop.
@@ -363,6 +449,41 @@ impl Store {
             )
             .map_err(|e| self.err(e))
     }
+}
+
+/// Creates the database file readable and writable by its owner only
+/// (0600) when it does not exist, and takes away any access of the group
+/// and others from it and its `-wal` and `-shm` companions when they do.
+/// (SQLite gives the companions it creates the database file's mode.)
+fn private_files(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if !path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+    }
+    let mut names = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        names.push(PathBuf::from(p));
+    }
+    for p in names {
+        match std::fs::metadata(&p) {
+            Ok(m) if m.permissions().mode() & 0o077 != 0 => {
+                let mode = m.permissions().mode() & 0o700;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))?;
+                tracing::info!("{}: access of group and others taken away", p.display());
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -486,6 +607,71 @@ mod tests {
         })
         .unwrap();
         assert_eq!(left, vec![4, 3]);
+    }
+
+    #[test]
+    fn the_database_and_its_companions_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("queue.db");
+        let companions =
+            |p: &Path| ["-wal", "-shm"].map(|s| PathBuf::from(format!("{}{s}", p.display())));
+        {
+            let mut s = Store::open(&path).unwrap();
+            s.commit(&Changes {
+                put_jobs: vec![(1, 0, "[ Environment = \"SECRET=1\" ]".into())],
+                ..Changes::default()
+            })
+            .unwrap();
+            // while the store is open the WAL files exist
+            assert_eq!(mode(&path), 0o600);
+            for c in companions(&path) {
+                assert_eq!(mode(&c), 0o600, "{}", c.display());
+            }
+        }
+        // files left world-readable by an older build are tightened
+        let old = dir.path().join("old.db");
+        drop(Store::open(&old).unwrap());
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for c in companions(&old) {
+            std::fs::write(&c, b"").unwrap();
+            std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+        let _s = Store::open(&old).unwrap();
+        assert_eq!(mode(&old), 0o600);
+        for c in companions(&old) {
+            if c.exists() {
+                assert_eq!(mode(&c), 0o600, "{}", c.display());
+            }
+        }
+    }
+
+    #[test]
+    fn a_keyed_submission_is_remembered_for_a_week() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(&dir);
+        let row = |key: &str, at| SubmissionRow {
+            key: key.into(),
+            owner: "ann".into(),
+            cluster: 4,
+            jobs: 2,
+            at,
+        };
+        s.commit(&Changes {
+            submission: Some(row("k1", 1000)),
+            ..Changes::default()
+        })
+        .unwrap();
+        assert_eq!(s.submission("k1").unwrap(), Some(row("k1", 1000)));
+        assert_eq!(s.submission("k2").unwrap(), None);
+        s.commit(&Changes {
+            submission: Some(row("k2", 1000 + SUBMISSION_KEY_LIFETIME + 1)),
+            ..Changes::default()
+        })
+        .unwrap();
+        assert_eq!(s.submission("k1").unwrap(), None);
+        assert!(s.submission("k2").unwrap().is_some());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use classad::ClassAd;
-use skua_queue::{Action, Actor, JobId, Selector};
+use skua_queue::{Action, Actor, JobId, Selector, SubmitLimits};
 use skua_schedd::{JobFilter, Schedd, ScheddSettings};
 
 const T0: i64 = 1_795_262_400; // 2026-11-21 12:00:00 UTC
@@ -309,7 +309,10 @@ fn max_jobs_per_submission_refuses_a_larger_cluster() {
     let mut s = Schedd::open(
         &dir.path().join("q.db"),
         ScheddSettings {
-            max_jobs_per_submission: Some(2),
+            limits: SubmitLimits {
+                max_jobs_per_submission: Some(2),
+                ..SubmitLimits::default()
+            },
             ..settings()
         },
     )
@@ -320,6 +323,82 @@ fn max_jobs_per_submission_refuses_a_larger_cluster() {
         .unwrap_err();
     assert!(e.to_string().contains("MAX_JOBS_PER_SUBMISSION"), "{e}");
     assert_eq!(s.queue().len(), 0);
+}
+
+#[test]
+fn max_jobs_per_owner_refuses_the_submission_that_would_pass_it_even_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let limited = || ScheddSettings {
+        limits: SubmitLimits {
+            max_jobs_per_owner: Some(4),
+            ..SubmitLimits::default()
+        },
+        ..settings()
+    };
+    let path = dir.path().join("q.db");
+    let mut s = Schedd::open(&path, limited()).unwrap();
+    submit(&mut s, "ann", 3, "", None);
+    drop(s);
+    // the count comes from the queue itself, so a restart does not reset it
+    let mut s = Schedd::open(&path, limited()).unwrap();
+    let c = s.new_cluster(T0).unwrap();
+    let e = s
+        .submit("ann", c, (0..2).map(|p| job(p, "", None)).collect(), T0)
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("MAX_JOBS_PER_OWNER") && msg.contains("ann has 3 jobs"),
+        "{msg}"
+    );
+    assert_eq!(s.queue().len(), 3);
+    drop(s);
+    assert_eq!(Schedd::open(&path, limited()).unwrap().queue().len(), 3);
+}
+
+#[test]
+fn a_submission_sent_twice_with_its_key_makes_one_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job_queue.db");
+    let mut s = open(dir.path());
+    let c = s.new_cluster(T0).unwrap();
+    let jobs = || (0..3).map(|p| job(p, "", None)).collect::<Vec<_>>();
+    let first = s.submit_keyed("ann", c, jobs(), Some("k-1"), T0).unwrap();
+    assert_eq!((first.cluster, first.jobs, first.repeated), (c, 3, false));
+    assert_eq!(
+        attr(&mut s, JobId::new(c, 0), "SubmissionId").as_deref(),
+        Some("\"k-1\"")
+    );
+    // the answer was lost; the tool sends the same request again
+    let again = s
+        .submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 5)
+        .unwrap();
+    assert_eq!((again.cluster, again.jobs, again.repeated), (c, 3, true));
+    assert_eq!(s.queue().len(), 3);
+    // even after the jobs left the queue and the schedd restarted
+    s.act(
+        Action::RemoveForce,
+        &Selector::Cluster(c),
+        &Actor::admin("root"),
+        None,
+        T0 + 6,
+    )
+    .unwrap();
+    assert_eq!(s.queue().len(), 0);
+    drop(s);
+    let mut s = Schedd::open(&path, settings()).unwrap();
+    let later = s
+        .submit_keyed("ann", c, jobs(), Some("k-1"), T0 + 60)
+        .unwrap();
+    assert_eq!((later.cluster, later.repeated), (c, true));
+    assert_eq!(s.queue().len(), 0);
+    // another user's key is not an answer for them
+    let c2 = s.new_cluster(T0).unwrap();
+    assert!(s.submit_keyed("bob", c2, jobs(), Some("k-1"), T0).is_err());
+    assert!(s
+        .submit_keyed("bob", c2, jobs(), Some("bad key!"), T0)
+        .is_err());
+    let fresh = s.submit_keyed("bob", c2, jobs(), Some("k-2"), T0).unwrap();
+    assert_eq!((fresh.cluster, fresh.repeated), (c2, false));
 }
 
 #[test]

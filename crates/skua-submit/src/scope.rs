@@ -1,7 +1,7 @@
 //! The submit macro table and the scope the configuration crate's macro engine expands in.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use skua_config::MacroScope;
 
@@ -23,6 +23,9 @@ pub(crate) struct Table {
     defs: HashMap<String, Def>,
     /// `MY.` attribute names in order of first definition (as first written, without `MY.`).
     pub(crate) custom: Vec<String>,
+    /// The names in `custom`, upper-cased: whether a name is already there, without a scan
+    /// (a file of many `+Attr` lines stays linear).
+    custom_seen: HashSet<String>,
 }
 
 impl Table {
@@ -40,7 +43,7 @@ impl Table {
     pub(crate) fn set(&mut self, name: &str, raw: String, line: usize) {
         let key = name.to_ascii_uppercase();
         if let Some(attr) = strip_my(name) {
-            if !self.custom.iter().any(|c| c.eq_ignore_ascii_case(attr)) {
+            if self.custom_seen.insert(attr.to_ascii_uppercase()) {
                 self.custom.push(attr.to_string());
             }
         }

@@ -112,6 +112,7 @@ fn acknowledged_submissions_survive_sigkill_of_the_schedd() {
             cluster: reserved.cluster,
             jobs: (0..PROCS).map(|p| job_ad(attempts, p)).collect(),
             cluster_ad: None,
+            submission_id: None,
         };
         let reply: Result<skua_proto::SubmitReply, _> =
             rt.block_on(client.command(&skua_proto::routes::SCHEDD_SUBMIT, Some(&submit)));
@@ -549,4 +550,252 @@ fn long_and_json_outputs_are_read_by_htcondors_bindings() {
     if let Some(out) = htcondor_python(read_hist, &hist) {
         assert_eq!(out.trim(), "[3, 3]");
     }
+}
+
+/// Submits `file` (in the pool's scratch work directory) as the user of
+/// `token`, through the schedd at `schedd` (`ip:port`); the one place this
+/// file's answer-loss tests submit.
+fn submit_through(
+    pool: &Pool,
+    token: &std::path::Path,
+    schedd: &str,
+    file: &str,
+) -> std::process::Output {
+    let dir = pool.home.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(file),
+        "executable = /bin/true\n+Marker = \"lost-answer\"\nqueue 3\n",
+    )
+    .unwrap();
+    std::process::Command::new(SKUA)
+        .current_dir(&dir)
+        .args(["submit", file])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &pool.home)
+        .env("SKUA_CONFIG", pool.config())
+        .env("SKUA_TOKEN_FILE", token)
+        .env("_CONDOR_SCHEDD_HOST", schedd)
+        .output()
+        .unwrap()
+}
+
+/// A TCP proxy in front of the schedd that cuts the connection carrying
+/// the first `/schedd/submit` request as soon as the schedd's answer starts
+/// (the submission is committed by then), and passes everything else; with
+/// `refuse_after_cut`, every later connection is closed at once.
+struct AnswerCutter {
+    addr: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AnswerCutter {
+    fn start(schedd: std::net::SocketAddr, refuse_after_cut: bool) -> AnswerCutter {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let cut2 = cut.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if refuse_after_cut && cut2.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(schedd) else {
+                    continue;
+                };
+                let saw_submit = Arc::new(AtomicBool::new(false));
+                // client -> schedd, watching for the submit request
+                let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let saw = saw_submit.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 1 << 16];
+                    while let Ok(n) = from.read(&mut buf) {
+                        if n == 0 || to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        if String::from_utf8_lossy(&buf[..n]).contains("/schedd/submit") {
+                            saw.store(true, Ordering::SeqCst);
+                        }
+                    }
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+                // schedd -> client, cutting the first submit's answer
+                let (mut from, mut to) = (server, client);
+                let cut = cut2.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 1 << 16];
+                    while let Ok(n) = from.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        if saw_submit.load(Ordering::SeqCst)
+                            && cut
+                                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                                .is_ok()
+                        {
+                            let _ = to.shutdown(Shutdown::Both);
+                            let _ = from.shutdown(Shutdown::Both);
+                            return;
+                        }
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        AnswerCutter { addr, cut }
+    }
+
+    fn has_cut(&self) -> bool {
+        self.cut.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn schedd_tcp_address(pool: &Pool) -> std::net::SocketAddr {
+    let text = std::fs::read_to_string(pool.dir.join("spool/.schedd_address")).unwrap();
+    let first = text.lines().next().unwrap_or_default();
+    let hp = first.trim().trim_start_matches('<');
+    let hp = hp.split(['>', '?']).next().unwrap_or_default();
+    hp.parse()
+        .unwrap_or_else(|_| panic!("no address in {text:?}"))
+}
+
+#[test]
+fn a_submission_whose_answer_is_lost_is_queued_once_or_reported_uncertain() {
+    let mut pool = Pool::new("lost-answer", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    let token = pool.user_token("alice");
+    let schedd = schedd_tcp_address(&pool);
+
+    // the answer is lost after the commit; the tool tries again and gets
+    // the cluster already made
+    let proxy = AnswerCutter::start(schedd, false);
+    let out = submit_through(&pool, &token, &proxy.addr.to_string(), "once.sub");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", pool.logs());
+    assert!(proxy.has_cut(), "the proxy never cut an answer: {stderr}");
+    assert!(stderr.contains("trying again"), "{stderr}");
+    assert!(stdout.contains("3 job(s) submitted to cluster"), "{stdout}");
+    let rows = af(&pool, &["-af", "ClusterId", "ProcId", "SubmissionId"]);
+    assert_eq!(rows.len(), 3, "jobs queued: {rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| r[0] == rows[0][0] && r[2] == rows[0][2]),
+        "{rows:?}"
+    );
+
+    // the schedd cannot be reached after the answer was lost: the user is
+    // told that the outcome is unknown and how to find out
+    let proxy = AnswerCutter::start(schedd, true);
+    let out = submit_through(&pool, &token, &proxy.addr.to_string(), "unsure.sub");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(proxy.has_cut());
+    assert!(
+        stderr.contains("may or may not have been queued"),
+        "{stderr}"
+    );
+    let check = stderr
+        .lines()
+        .find(|l| l.contains("skua q -constraint"))
+        .unwrap_or_else(|| panic!("no command to check with: {stderr}"));
+    let key = check
+        .split('"')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no key in {check}"));
+    // the constraint it names finds the jobs (they were committed);
+    // `-allusers` because `skua q` picks "my jobs" by the local account,
+    // which here is not the token's alice
+    let constraint = format!("SubmissionId == \"{key}\"");
+    let found = pool.skua_as(
+        &token,
+        &[
+            "q",
+            "-allusers",
+            "-constraint",
+            &constraint,
+            "-af",
+            "ProcId",
+        ],
+    );
+    assert!(found.status.success());
+    assert_eq!(String::from_utf8_lossy(&found.stdout).lines().count(), 3);
+}
+
+#[test]
+fn the_queue_database_and_the_logs_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pool = Pool::new("private-files", &schedd_fast());
+    pool.start();
+    wait_for_schedd(&pool);
+    submit(
+        &pool,
+        "secret.sub",
+        "executable = /bin/true\nenvironment = \"API_TOKEN=hunter2\"\nqueue\n",
+    );
+    let mut checked = Vec::new();
+    let mut check = |p: std::path::PathBuf| {
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+        checked.push(p);
+    };
+    for e in std::fs::read_dir(pool.dir.join("spool")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("job_queue.db") {
+            check(e.path());
+        }
+    }
+    for e in std::fs::read_dir(pool.dir.join("log")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".out") || name.contains("Log.") {
+            check(e.path());
+        }
+    }
+    let names: Vec<String> = checked
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    for want in [
+        "job_queue.db",
+        "job_queue.db-wal",
+        "master.out",
+        "ScheddLog.",
+    ] {
+        assert!(
+            names.iter().any(|n| n.starts_with(want)),
+            "{want} not among {names:?}"
+        );
+    }
+}
+
+#[test]
+fn max_jobs_per_owner_refuses_a_whole_submission_with_the_numbers() {
+    let mut env = schedd_fast();
+    env.push(("_CONDOR_MAX_JOBS_PER_OWNER", "4"));
+    let mut pool = Pool::new("per-owner", &env);
+    pool.start();
+    wait_for_schedd(&pool);
+    submit(&pool, "three.sub", "executable = /bin/true\nqueue 3\n");
+    let dir = pool.home.join("work");
+    std::fs::write(dir.join("two.sub"), "executable = /bin/true\nqueue 2\n").unwrap();
+    let out = pool.skua_in(&dir, &["submit", "two.sub"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for part in ["MAX_JOBS_PER_OWNER", "has 3 jobs", "adds 2", "limit is 4"] {
+        assert!(stderr.contains(part), "{part:?} missing from {stderr}");
+    }
+    // nothing of it was queued; one more job still fits
+    assert_eq!(af(&pool, &["-af", "ProcId"]).len(), 3);
+    submit(&pool, "one.sub", "executable = /bin/true\nqueue 1\n");
+    assert_eq!(af(&pool, &["-af", "ProcId"]).len(), 4);
 }
