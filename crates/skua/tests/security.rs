@@ -6,6 +6,8 @@
 //! The tests need root (they create two accounts, `skuatest` and
 //! `skuatest-b`); run as another user they return at once.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -48,7 +50,12 @@ impl Decoys {
     /// the secret.
     fn assert_untouched(&self) {
         for f in [&self.secret, &self.public] {
-            assert_eq!(std::fs::read_to_string(f).unwrap(), DECOY, "{}", f.display());
+            assert_eq!(
+                std::fs::read_to_string(f).unwrap(),
+                DECOY,
+                "{}",
+                f.display()
+            );
             let m = std::fs::metadata(f).unwrap();
             assert_eq!((m.uid(), m.gid()), (0, 0), "{}", f.display());
         }
@@ -110,7 +117,14 @@ fn held(pool: &Pool, id: &str) -> (i64, i64, String) {
     wait_for(&format!("job {id} held"), Duration::from_secs(60), || {
         pool.ok(&["q", id, "-af", "JobStatus"]).trim() == "5"
     });
-    let out = pool.ok(&["q", id, "-af", "HoldReasonCode", "HoldReasonSubCode", "HoldReason"]);
+    let out = pool.ok(&[
+        "q",
+        id,
+        "-af",
+        "HoldReasonCode",
+        "HoldReasonSubCode",
+        "HoldReason",
+    ]);
     let mut w = out.trim().splitn(3, ' ');
     (
         w.next().unwrap().parse().unwrap(),
@@ -121,9 +135,16 @@ fn held(pool: &Pool, id: &str) -> (i64, i64, String) {
 
 /// Waits until the job left the queue having completed; its exit code.
 fn completed(pool: &Pool, id: &str) -> i64 {
-    wait_for(&format!("job {id} completed"), Duration::from_secs(60), || {
-        !pool.ok(&["history", id, "-af", "ExitCode"]).trim().is_empty()
-    });
+    wait_for(
+        &format!("job {id} completed"),
+        Duration::from_secs(60),
+        || {
+            !pool
+                .ok(&["history", id, "-af", "ExitCode"])
+                .trim()
+                .is_empty()
+        },
+    );
     pool.ok(&["history", id, "-af", "ExitCode"])
         .trim()
         .parse()
@@ -162,7 +183,9 @@ fn shared_file_system_streams_are_opened_as_the_owner() {
         &alice,
         &work,
         "b.sub",
-        &format!("executable = /bin/echo\narguments = overwritten\n{base}output = linked.out\nqueue\n"),
+        &format!(
+            "executable = /bin/echo\narguments = overwritten\n{base}output = linked.out\nqueue\n"
+        ),
     );
     // root's secret as standard input of cat
     let in_secret = submit(
@@ -182,7 +205,10 @@ fn shared_file_system_streams_are_opened_as_the_owner() {
     }
     let (code, sub, reason) = held(&pool, &in_secret);
     assert_eq!((code, sub), (8, EACCES), "{reason}");
-    assert!(reason.contains(&decoys.secret.display().to_string()), "{reason}");
+    assert!(
+        reason.contains(&decoys.secret.display().to_string()),
+        "{reason}"
+    );
     let stolen = std::fs::read_to_string(work.join("stolen.txt")).unwrap_or_default();
     assert!(!stolen.contains("decoy"), "{stolen}");
     decoys.assert_untouched();
@@ -222,7 +248,12 @@ fn jobs_run_as_their_owners_who_cannot_touch_each_others_files() {
             user.name
         );
         for f in [out, dir.join("job.log")] {
-            assert_eq!(std::fs::metadata(&f).unwrap().uid(), user.uid, "{}", f.display());
+            assert_eq!(
+                std::fs::metadata(&f).unwrap().uid(),
+                user.uid,
+                "{}",
+                f.display()
+            );
         }
     }
     // bob names alice's output as his own: refused, her file unchanged
@@ -239,7 +270,10 @@ fn jobs_run_as_their_owners_who_cannot_touch_each_others_files() {
     );
     let (code, sub, reason) = held(&pool, &b2);
     assert_eq!((code, sub), (7, EACCES), "{reason}");
-    assert_eq!(std::fs::read_to_string(a_work.join("id.out")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(a_work.join("id.out")).unwrap(),
+        before
+    );
     // nor does his job log land in root's directory
     let b3 = submit(
         &pool,
@@ -269,7 +303,8 @@ fn transferred_files_are_read_and_written_as_the_owner() {
     let work = home_of(&pool, &alice);
     let b_work = home_of(&pool, &bob);
     std::fs::set_permissions(&b_work, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let base = "should_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\nrequest_disk = 1024\n";
+    let base =
+        "should_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\nrequest_disk = 1024\n";
     // root's secret as an input file
     let input = submit(
         &pool,
@@ -300,7 +335,12 @@ fn transferred_files_are_read_and_written_as_the_owner() {
     assert_eq!(completed(&pool, &suid), 0);
     let m = std::fs::metadata(work.join("suid")).unwrap();
     assert_eq!(m.uid(), alice.uid);
-    assert_eq!(m.mode() & 0o7777, 0o755, "no set-user-id bit: {:o}", m.mode());
+    assert_eq!(
+        m.mode() & 0o7777,
+        0o755,
+        "no set-user-id bit: {:o}",
+        m.mode()
+    );
     // outputs remapped into root's directory, or into bob's private one
     for (name, dest) in [
         ("remap.sub", decoys.private_dir.join("x")),
@@ -345,7 +385,10 @@ fn transferred_files_are_read_and_written_as_the_owner() {
     let out = skua_as(&pool, &alice, &work, &["submit", "iwd.sub"]);
     if out.status.success() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let cluster = text.split("cluster ").nth(1).and_then(|r| r.trim().strip_suffix('.'));
+        let cluster = text
+            .split("cluster ")
+            .nth(1)
+            .and_then(|r| r.trim().strip_suffix('.'));
         let (code, _, reason) = held(&pool, &format!("{}.0", cluster.unwrap()));
         assert_eq!(code, 12, "{reason}");
     }
