@@ -11,9 +11,15 @@ SKUA="$BIN/skua"
 [ -x "$SKUA" ] && [ -x "$BIN/skuad" ] || { echo "build first: cargo build --release --workspace" >&2; exit 2; }
 
 DEMO=$(mktemp -d "${TMPDIR:-/tmp}/skua-demo.XXXXXX")
-# Run by root, the daemons run jobs as an unprivileged account, which must
-# reach the pool's execute directory.
+# Run by root, the daemons run each job as its owner, and root may not
+# submit (as in HTCondor): the demo's user is then `nobody`, whose files
+# the pool reaches through this directory.
 chmod 755 "$DEMO"
+if [ "$(id -u)" = 0 ]; then
+    as_user() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
+else
+    as_user() { "$@"; }
+fi
 export SKUA_CONFIG="$DEMO/pool/skua_config"
 cleanup() { "$SKUA" pool stop --dir "$DEMO/pool" >/dev/null 2>&1 || true; [ -n "${SKUA_DEMO_KEEP:-}" ] || rm -rf "$DEMO"; }
 trap cleanup EXIT INT TERM
@@ -30,6 +36,7 @@ done
 echo
 echo "== a cluster of 8 jobs: each counts the words of its input and sleeps a little"
 mkdir -p "$DEMO/work/inputs"
+[ "$(id -u)" = 0 ] && chown nobody "$DEMO/work"
 cd "$DEMO/work"
 n=0
 while [ $n -lt 8 ]; do
@@ -58,29 +65,29 @@ request_memory          = 64
 request_disk            = 10240
 queue 8
 SUB
-mkdir -p out
+as_user mkdir -p out
 cat count.sub
-"$SKUA" submit count.sub
+as_user "$SKUA" submit count.sub
 
 echo
 echo "== the queue while the jobs run"
 i=0
 while :; do
-    states=$("$SKUA" q -af JobStatus)
+    states=$(as_user "$SKUA" q -af JobStatus)
     left=$(printf '%s' "$states" | grep -c . || true)
     running=$(printf '%s\n' "$states" | grep -c '^2$' || true)
     held=$(printf '%s\n' "$states" | grep -c '^5$' || true)
     echo "$(date +%T)  jobs left: $left (running: $running, held: $held)"
     [ "$left" -eq 0 ] && break
-    if [ "$held" -gt 0 ]; then "$SKUA" q -hold; exit 1; fi
-    if [ $i -eq 2 ]; then "$SKUA" q -nobatch; fi
+    if [ "$held" -gt 0 ]; then as_user "$SKUA" q -hold; exit 1; fi
+    if [ $i -eq 2 ]; then as_user "$SKUA" q -nobatch; fi
     i=$((i + 1)); [ $i -lt 300 ] || { echo "the jobs did not finish" >&2; exit 1; }
     sleep 1
 done
 
 echo
 echo "== the history"
-"$SKUA" history
+as_user "$SKUA" history
 echo
 echo "== the outputs, back beside the submit file"
 cat result.*

@@ -788,7 +788,7 @@ fn max_jobs_per_owner_refuses_a_whole_submission_with_the_numbers() {
     submit(&pool, "three.sub", "executable = /bin/true\nqueue 3\n");
     let dir = pool.home.join("work");
     std::fs::write(dir.join("two.sub"), "executable = /bin/true\nqueue 2\n").unwrap();
-    let out = pool.skua_in(&dir, &["submit", "two.sub"]);
+    let out = pool.skua_user_in(&dir, &["submit", "two.sub"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     for part in ["MAX_JOBS_PER_OWNER", "has 3 jobs", "adds 2", "limit is 4"] {
