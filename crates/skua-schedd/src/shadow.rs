@@ -489,9 +489,19 @@ async fn watch_run(
                 }
             }
             _ = tick.tick() => {
-                let status: Result<ClaimStatus, _> = client
-                    .command(&routes::STARTD_ALIVE, Some(&ClaimAlive { claim_id: info.claim_id.clone() }))
-                    .await;
+                // a keep-alive waits no longer than what is left of the
+                // lease (a frozen startd must not hold the verdict back)
+                let left = lease.saturating_sub(last_answer.elapsed()).max(Duration::from_secs(1));
+                let alive = ClaimAlive { claim_id: info.claim_id.clone() };
+                let call = client.command(&routes::STARTD_ALIVE, Some(&alive));
+                let status: Result<ClaimStatus, String> = match tokio::time::timeout(left, call).await {
+                    Ok(Ok(s)) => Ok(s),
+                    Ok(Err(e)) if e.code() == skua_proto::ErrorCode::NotFound => {
+                        return RunResult::Lost(format!("the startd of {} no longer knows the claim", info.slot));
+                    }
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer within {} s", left.as_secs())),
+                };
                 if status.is_ok() {
                     last_answer = tokio::time::Instant::now();
                 }
@@ -504,9 +514,6 @@ async fn watch_run(
                         if misses >= 2 {
                             return RunResult::Lost(format!("the starter of job {job} on {} went away", info.slot));
                         }
-                    }
-                    Err(e) if e.code() == skua_proto::ErrorCode::NotFound => {
-                        return RunResult::Lost(format!("the startd of {} no longer knows the claim", info.slot));
                     }
                     Err(e) => {
                         let silent = last_answer.elapsed();

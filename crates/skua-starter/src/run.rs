@@ -864,12 +864,21 @@ impl Starter<'_> {
         };
         tokio::pin!(call);
         tokio::select! {
-            r = &mut call => {
-                if let Err(e) = r {
-                    tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+            r = &mut call => match r {
+                Ok(_) => None,
+                // The shadow gave this run up (its schedd restarted, or
+                // declared the claim lost when the startd stopped
+                // answering): the job may already run elsewhere, so this
+                // copy must end now, whatever the startd does.
+                Err(e) if e.code() == skua_proto::ErrorCode::NotFound => {
+                    tracing::warn!(error = %e, "the shadow no longer knows this run: the job is killed");
+                    Some(Request::Kill { startd_gone: false })
                 }
-                None
-            }
+                Err(e) => {
+                    tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+                    None
+                }
+            },
             req = next_request(self.signals, self.inbox) => {
                 tracing::info!(?kind, ?req, "an update to the shadow is abandoned for a request");
                 Some(req)

@@ -230,3 +230,49 @@ fn a_startd_drops_the_claim_of_a_schedd_that_stopped_keeping_it_alive() {
         "{logs}"
     );
 }
+
+#[test]
+fn a_job_whose_shadow_gave_it_up_ends_though_its_startd_is_frozen() {
+    let pool = job_pool("lease-frozen-startd", "1", &[]);
+    let work = pool.home.join("work");
+    let arg = sleep_arg(60, 1);
+    let id = submit(
+        &pool,
+        &work,
+        &format!(
+            "executable = /bin/sleep\narguments = {arg}\nshould_transfer_files = NO\n\
+             job_lease_duration = 4\nrequest_disk = 1024\nqueue\n"
+        ),
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        copies(&arg).len() == 1
+    });
+    let job = copies(&arg)[0];
+    let startds = pids_of(&pool, "startd");
+    assert_eq!(startds.len(), 1);
+    // the startd hangs: it can neither answer the schedd nor kill the job
+    kill(startds[0], "-STOP");
+    let _resume = Resume(startds[0]);
+    let stopped = Instant::now();
+    // the schedd gives the run up once the lease ran out; the starter hears
+    // it at its next update and ends the job itself, which may be matched
+    // elsewhere now
+    while alive(job) {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(40),
+            "the job outlived its lease\n{}",
+            pool.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(3),
+        "killed before the lease ran out"
+    );
+    wait_for("the job idle again", Duration::from_secs(20), || {
+        pool.ok(&["q", &format!("{id}.0"), "-af", "JobStatus"])
+            .trim()
+            == "1"
+    });
+    assert!(pool.logs().contains("the shadow no longer knows this run"));
+}
