@@ -176,7 +176,12 @@ const WORKER_IDLE: Duration = Duration::from_secs(60);
 #[derive(Clone, Default)]
 pub struct AsUser {
     workers: Arc<Mutex<Workers>>,
+    /// Accounts looked up lately, by name, with when.
+    accounts: Arc<Mutex<HashMap<String, (std::time::Instant, Rights)>>>,
 }
+
+/// How long a looked-up account is trusted before it is looked up again.
+const ACCOUNT_TTL: Duration = Duration::from_secs(60);
 
 /// The live workers by uid, each with the generation that made it.
 type Workers = HashMap<u32, (u64, mpsc::Sender<Work>)>;
@@ -191,6 +196,24 @@ impl AsUser {
     /// A service with no worker yet.
     pub fn new() -> AsUser {
         AsUser::default()
+    }
+
+    /// [`Rights::of_user`], remembered for a minute (an account database
+    /// read per file operation would cost more than the operation).
+    pub fn rights_of(&self, name: &str) -> Result<Rights, AccountError> {
+        let now = std::time::Instant::now();
+        let mut cache = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((when, rights)) = cache.get(name) {
+            if now.duration_since(*when) < ACCOUNT_TTL {
+                return Ok(rights.clone());
+            }
+        }
+        let rights = Rights::of_user(name)?;
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert(name.to_string(), (now, rights.clone()));
+        Ok(rights)
     }
 
     /// Runs `f` with `rights`, waiting for its result: on the calling
@@ -403,6 +426,19 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().uid(), nobody.uid);
+    }
+
+    #[test]
+    fn looked_up_rights_are_remembered() {
+        let svc = AsUser::new();
+        let a = svc.rights_of("root");
+        // root is never acted for (when this process is root), else the
+        // daemon's own rights: the same answer twice either way
+        assert_eq!(format!("{a:?}"), format!("{:?}", svc.rights_of("root")));
+        assert!(
+            svc.rights_of("no-such-user-skua-test").is_err()
+                || !rustix::process::geteuid().is_root()
+        );
     }
 
     #[tokio::test]

@@ -403,10 +403,10 @@ async fn run_one(
     let mut sent_ad = job_ad.clone();
     sent_ad.insert_value("UidDomain", st.shadows.uid_domain.as_str());
     let owner = sandbox::string_attr(&job_ad, "Owner").unwrap_or_default();
-    let owner_ids = skua_daemon::account::Account::lookup(&owner)
-        .ok()
-        .filter(|a| !a.is_root())
-        .map(|a| (a.uid, a.gid));
+    let owner_ids = match st.shadows.as_user.rights_of(&owner) {
+        Ok(Rights::User(a)) => Some((a.uid, a.gid)),
+        _ => None,
+    };
     let request = ActivateRequest {
         claim_id: info.claim_id.clone(),
         job_ad: sent_ad.to_string(),
@@ -607,8 +607,8 @@ pub(crate) async fn begin(
         run.job_ad.clone()
     };
     // the inputs are looked at with the owner's rights
-    let rights =
-        owner_rights(&job_ad).map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    let rights = owner_rights(&st, &job_ad)
+        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
     let planned = st
         .shadows
         .as_user
@@ -657,8 +657,8 @@ pub(crate) async fn input_file(
     };
     // opened with the owner's rights: a file the owner cannot read is
     // refused exactly as it would be to them
-    let rights =
-        owner_rights(&job_ad).map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    let rights = owner_rights(&st, &job_ad)
+        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
     let path = source.clone();
     let opened = st
         .shadows
@@ -724,9 +724,12 @@ fn fail_run(st: &Shared, claim_id: &str, failure: ShadowFailure) -> ApiError {
 
 /// The rights the shadow uses for the files of the job `ad`: its owner's
 /// (the daemon's own when the schedd is not root).
-fn owner_rights(ad: &ClassAd) -> Result<Rights, String> {
+fn owner_rights(st: &Shared, ad: &ClassAd) -> Result<Rights, String> {
     let owner = sandbox::string_attr(ad, "Owner").unwrap_or_default();
-    Rights::of_user(&owner).map_err(|e| format!("the job's owner: {e}"))
+    st.shadows
+        .as_user
+        .rights_of(&owner)
+        .map_err(|e| format!("the job's owner: {e}"))
 }
 
 pub(crate) async fn output_file(
@@ -750,8 +753,8 @@ pub(crate) async fn output_file(
         (dest, run.job_ad.clone())
     };
     let claim = meta.claim_id.as_str();
-    let rights =
-        owner_rights(&job_ad).map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
+    let rights = owner_rights(&st, &job_ad)
+        .map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
     // Everything with the owner's rights: the directories, a temporary file
     // beside the destination (never following a link), the rename over it.
     let as_user = st.shadows.as_user.clone();

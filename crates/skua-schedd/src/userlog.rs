@@ -9,7 +9,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use skua_daemon::account::{AsUser, Rights};
+use skua_daemon::account::AsUser;
 use skua_queue::{JobId, UserLogEvent};
 
 /// Appends events to user logs, each with its job owner's rights.
@@ -49,7 +49,7 @@ impl UserLogWriter {
     /// jobs' owner: a log goes where they could write it, or nowhere);
     /// failures are logged.
     pub fn append(&self, path: &Path, owner: &str, text: &str) {
-        let rights = match Rights::of_user(owner) {
+        let rights = match self.as_user.rights_of(owner) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("not writing the job event log {}: {e}", path.display());

@@ -226,9 +226,12 @@ pub async fn run(
 ) -> anyhow::Result<i32> {
     let mut spec = first;
     let mut client: Option<(String, Client)> = None;
+    // one worker per account for the whole claim, not one per job
+    let as_user = AsUser::new();
     loop {
         let (acked, more) = run_job(
             &ctx,
+            &as_user,
             &spec,
             &mut signals,
             &mut inbox,
@@ -250,6 +253,7 @@ pub async fn run(
 /// exit. Returns (acknowledged, the starter may take another job).
 async fn run_job(
     ctx: &DaemonContext,
+    as_user: &AsUser,
     spec: &StarterSpec,
     signals: &mut Signals,
     inbox: &mut Inbox,
@@ -287,7 +291,7 @@ async fn run_job(
         spawned: false,
         executing_reported: false,
         account: None,
-        as_user: AsUser::new(),
+        as_user: as_user.clone(),
     };
     let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
