@@ -858,8 +858,8 @@ impl Evaluator {
             // fails instead of exhausting memory.
             return self.fail();
         }
-        // The work budget: one step per node, plus the size of what the
-        // node yields (below).
+        // The work budget: one step per node, plus the size of the strings
+        // and lists builtins make (`charge_made`).
         self.steps += 1;
         if self.steps > self.step_limit || self.exhausted {
             self.exhausted = true;
@@ -872,6 +872,15 @@ impl Evaluator {
             self.eval_node(e, cur)
         };
         self.nesting -= 1;
+        v
+    }
+
+    /// Charges the size of a value a builtin made (one step per
+    /// [`BYTES_PER_STEP`] bytes of string, per list element): only builtins
+    /// make new strings and lists (an operator never concatenates; a list
+    /// literal, a reference, a selection or a subscript passes on a value
+    /// already paid for).
+    fn charge_made(&mut self, v: Val) -> Val {
         let size = match &v {
             Val::Str(s) => s.len() / BYTES_PER_STEP,
             Val::List(items, _) => items.len(),
@@ -921,7 +930,10 @@ impl Evaluator {
             }
             Expr::Paren(a) => self.eval_in(a, cur),
             Expr::Call(c) => match c.func {
-                Some(f) => crate::functions::call(f, self, &c.args, cur),
+                Some(f) => {
+                    let v = crate::functions::call(f, self, &c.args, cur);
+                    self.charge_made(v)
+                }
                 None => Val::Error,
             },
             Expr::List(items) => Val::List(items.clone(), cur),
