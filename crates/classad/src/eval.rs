@@ -35,8 +35,8 @@ const MAX_EVAL_NESTING: u32 = 10_000;
 
 /// The default work budget of one evaluation, in steps (see
 /// [`Evaluator::set_step_limit`]). A step is one expression node evaluated;
-/// a string value costs one more step per 16 bytes and a list value one
-/// more per element each time a node yields it. Real policy expressions
+/// a string or list a builtin makes costs one more step per 16 bytes or
+/// per element. Real policy expressions
 /// and matches take a few hundred steps; a million takes some tens of
 /// milliseconds.
 pub const DEFAULT_STEP_LIMIT: u64 = 1_000_000;
