@@ -12,7 +12,6 @@ mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::Duration;
 
 use common::{job_pool, submitter, test_user, wait_for, Pool, TestUser};
@@ -77,24 +76,10 @@ fn home_of(pool: &Pool, user: &TestUser) -> PathBuf {
     dir
 }
 
-/// Runs `skua` as `user` in `cwd`.
-fn skua_as(pool: &Pool, user: &TestUser, cwd: &Path, args: &[&str]) -> Output {
-    use std::os::unix::process::CommandExt;
-    let mut c = std::process::Command::new(common::SKUA);
-    c.current_dir(cwd)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SKUA_CONFIG", pool.config())
-        .uid(user.uid)
-        .gid(user.gid);
-    c.output().unwrap()
-}
-
 /// Submits `text` as `user` from `dir`; the job id (`C.0`).
 fn submit(pool: &Pool, user: &TestUser, dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(dir.join(name), text).unwrap();
-    let out = skua_as(pool, user, dir, &["submit", name]);
+    let out = pool.skua_account_in(user, dir, &["submit", name]);
     assert!(
         out.status.success(),
         "submit as {}: {}",
@@ -382,7 +367,7 @@ fn transferred_files_are_read_and_written_as_the_owner() {
         b_work.display()
     );
     std::fs::write(work.join("iwd.sub"), &sub).unwrap();
-    let out = skua_as(&pool, &alice, &work, &["submit", "iwd.sub"]);
+    let out = pool.skua_account_in(&alice, &work, &["submit", "iwd.sub"]);
     if out.status.success() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let cluster = text

@@ -128,11 +128,17 @@ impl Pool {
     /// Runs `skua` in `cwd` as the submitting account (as root when the
     /// tests are not root: themselves).
     pub fn skua_user_in(&self, cwd: &Path, args: &[&str]) -> Output {
-        let mut c = self.skua_command(cwd, args);
-        if let Some(u) = submitter() {
-            use std::os::unix::process::CommandExt;
-            c.uid(u.uid).gid(u.gid);
+        match submitter() {
+            Some(u) => self.skua_account_in(&u, cwd, args),
+            None => self.skua_in(cwd, args),
         }
+    }
+
+    /// Runs `skua` in `cwd` as the account `user`.
+    pub fn skua_account_in(&self, user: &TestUser, cwd: &Path, args: &[&str]) -> Output {
+        use std::os::unix::process::CommandExt;
+        let mut c = self.skua_command(cwd, args);
+        c.uid(user.uid).gid(user.gid);
         c.output().expect("run skua")
     }
 
