@@ -58,23 +58,8 @@ fn answers_quickly(pool: &Pool, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Submits `text` from `dir`; gives the cluster id. The one place jobs
-/// are submitted, so the harness's choice of submitting user applies.
 fn submit_job(pool: &Pool, dir: &Path, text: &str) -> String {
-    common::user_dir(dir);
-    std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
-    assert!(
-        out.status.success(),
-        "submit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.split("cluster ")
-        .nth(1)
-        .and_then(|r| r.trim().strip_suffix('.'))
-        .unwrap()
-        .to_string()
+    pool.submit_job(dir, text)
 }
 
 /// The chain as `+name = expr` submit lines.

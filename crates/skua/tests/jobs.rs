@@ -23,20 +23,7 @@ fn script(dir: &Path, name: &str, text: &str) {
 }
 
 fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
-    std::fs::write(dir.join("job.sub"), text).unwrap();
-    common::user_dir(dir);
-    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
-    assert!(
-        out.status.success(),
-        "submit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.split("cluster ")
-        .nth(1)
-        .and_then(|r| r.trim().strip_suffix('.'))
-        .unwrap()
-        .to_string()
+    pool.submit_job(dir, text)
 }
 
 /// Waits until no job of the queue is left.

@@ -16,23 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::{alive, job_pool, kill, pids_of, wait_for, Pool};
 
-/// Submits `text` from `dir` (the one way these tests submit); returns the
-/// cluster id.
 fn submit(pool: &Pool, dir: &Path, text: &str) -> String {
-    common::user_dir(dir);
-    std::fs::write(dir.join("job.sub"), text).unwrap();
-    let out = pool.skua_user_in(dir, &["submit", "job.sub"]);
-    assert!(
-        out.status.success(),
-        "submit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.split("cluster ")
-        .nth(1)
-        .and_then(|r| r.trim().strip_suffix('.'))
-        .unwrap()
-        .to_string()
+    pool.submit_job(dir, text)
 }
 
 /// The argument of job `proc`'s sleep: `secs` seconds and a fraction

@@ -155,6 +155,25 @@ impl Pool {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Writes `text` to `dir/job.sub` and submits it from `dir` (made the
+    /// submitting account's) as that account; the cluster id.
+    pub fn submit_job(&self, dir: &Path, text: &str) -> String {
+        user_dir(dir);
+        std::fs::write(dir.join("job.sub"), text).expect("write job.sub");
+        let out = self.skua_user_in(dir, &["submit", "job.sub"]);
+        assert!(
+            out.status.success(),
+            "submit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split("cluster ")
+            .nth(1)
+            .and_then(|r| r.trim().strip_suffix('.'))
+            .unwrap_or_else(|| panic!("no cluster in {text:?}"))
+            .to_string()
+    }
+
     pub fn skua(&self, args: &[&str]) -> Output {
         self.skua_in(&std::env::temp_dir(), args)
     }
