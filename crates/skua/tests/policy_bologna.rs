@@ -423,6 +423,13 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
             pool.ok(&["config", "get", "USERNAME"]).trim()
         ),
     };
+    // the accountant has seen the outside jobs run (a user at the best
+    // priority with nothing in use is not kept)
+    wait_for(
+        "the outside user in the accountant",
+        Duration::from_secs(30),
+        || pool.ok(&["userprio", "-all"]).contains(&outsider),
+    );
     pool.ok(&["userprio", "-setprio", &outsider, "0.5"]);
     pool.ok(&["userprio", "-setprio", &local, "1000"]);
     let short = submit(&mut pool, &work, "short", "short", 600, None);
