@@ -144,11 +144,7 @@ async fn release_old_run(
                     }),
                 )
                 .await
-                .map(|_| false)
-                .or_else(|e| match e.code() {
-                    ErrorCode::NotFound => Ok(true),
-                    _ => Err(e.to_string()),
-                }),
+                .map_or_else(claim_unknown, |_| Ok(false)),
             Ok(c) => c
                 .command::<_, ClaimStatus>(
                     &routes::STARTD_ALIVE,
@@ -157,11 +153,7 @@ async fn release_old_run(
                     }),
                 )
                 .await
-                .map(|_| false)
-                .or_else(|e| match e.code() {
-                    ErrorCode::NotFound => Ok(true),
-                    _ => Err(e.to_string()),
-                }),
+                .map_or_else(claim_unknown, |_| Ok(false)),
         };
         match step {
             Ok(true) => {
@@ -189,6 +181,15 @@ async fn release_old_run(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// A startd's error as the release loop reads it: `Ok(true)` when it no
+/// longer knows the claim, `Err` when it did not answer usefully.
+fn claim_unknown(e: skua_net::NetError) -> Result<bool, String> {
+    match e.code() {
+        ErrorCode::NotFound => Ok(true),
+        _ => Err(e.to_string()),
     }
 }
 

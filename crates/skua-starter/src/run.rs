@@ -609,9 +609,12 @@ impl Starter<'_> {
     fn choose_account(&self) -> Result<Option<Account>, Failure> {
         let is_root = nix::unistd::geteuid().is_root();
         let owner = plan::string_attr(&self.job, "Owner").unwrap_or_default();
-        let owner_exists = is_root
-            && !owner.is_empty()
-            && matches!(Account::lookup(&owner), Ok(a) if !a.is_root());
+        // looked up once: the owner is usually the account chosen
+        let owner_account = (is_root && !owner.is_empty())
+            .then(|| Account::lookup(&owner).ok())
+            .flatten()
+            .filter(|a| !a.is_root());
+        let owner_exists = owner_account.is_some();
         let facts = plan::UserFacts {
             is_root,
             owner_exists,
@@ -629,9 +632,10 @@ impl Starter<'_> {
                 gid,
                 groups: vec![gid],
             },
-            RunAs::User(name) => {
-                Account::lookup(&name).map_err(|e| Failure::retry(e.to_string()))?
-            }
+            RunAs::User(name) => match owner_account.filter(|a| a.name == name) {
+                Some(a) => a,
+                None => Account::lookup(&name).map_err(|e| Failure::retry(e.to_string()))?,
+            },
         };
         if account.is_root() {
             return Err(Failure::permanent(format!(

@@ -71,7 +71,8 @@ pub fn test_user(name: &str) -> Option<TestUser> {
 
 /// The account the tests submit their jobs as.
 pub fn submitter() -> Option<TestUser> {
-    test_user("skuatest")
+    static SUBMITTER: std::sync::OnceLock<Option<TestUser>> = std::sync::OnceLock::new();
+    SUBMITTER.get_or_init(|| test_user("skuatest")).clone()
 }
 
 /// Makes `dir` (and its parents) and gives it to the submitting account,
