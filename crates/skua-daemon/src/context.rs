@@ -296,6 +296,9 @@ pub struct DaemonContext {
     /// (`MAX_CONCURRENT_REQUESTS`, `MAX_CONCURRENT_REQUESTS_PER_PEER`,
     /// `CONCURRENT_REQUEST_WAIT`).
     pub concurrency: ConcurrencyLimits,
+    /// The clock decisions are made by (leases, timers, ad times): the
+    /// system's, or a test's [`crate::ManualClock`].
+    pub clock: crate::Clock,
 }
 
 impl DaemonContext {
@@ -343,6 +346,7 @@ impl DaemonContext {
             update_interval,
             classad_lifetime,
             concurrency,
+            clock: crate::Clock::system(),
         })
     }
 

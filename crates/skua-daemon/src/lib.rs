@@ -12,6 +12,7 @@ pub mod account;
 pub mod address;
 pub mod advertise;
 pub mod cgroup;
+pub mod clock;
 pub mod context;
 pub mod logging;
 pub mod security;
@@ -23,6 +24,7 @@ pub use address::{
     write_address_file, AddressError,
 };
 pub use advertise::Advertiser;
+pub use clock::{Clock, ManualClock};
 pub use context::{DaemonContext, DaemonError};
 
 /// The host's local time zone: its offset from UTC (seconds east) at `t`,
