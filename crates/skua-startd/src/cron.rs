@@ -4,12 +4,17 @@
 //! Knobs (HTCondor's): `STARTD_CRON_JOBLIST` (names),
 //! `STARTD_CRON_<name>_EXECUTABLE`, `_ARGS`, `_PERIOD` (seconds, or with an
 //! `s`/`m`/`h` suffix), `_PREFIX` (put before each attribute name) and
-//! `_MODE` (`Periodic`, the default, or `OneShot`).
+//! `_MODE` (`Periodic`, the default, or `OneShot`). A script runs in a task
+//! of its own ([`spawn`]); its output reaches the loop as an [`Event::Cron`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use classad::Expr;
+use skua_daemon::Clock;
+use tokio::sync::mpsc;
+
+use crate::event::Event;
 
 /// One configured cron job.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +131,32 @@ pub async fn run_once(job: &CronJob) -> Result<BTreeMap<String, Expr>, String> {
     Ok(attrs)
 }
 
+/// Runs `job` in the background: at once, then every period of `clock`
+/// (once for a `OneShot` job), each result sent to the loop as an
+/// [`Event::Cron`]. Ends when the loop is gone.
+pub fn spawn(job: CronJob, clock: Clock, events: mpsc::Sender<Event>) {
+    tokio::spawn(async move {
+        loop {
+            match run_once(&job).await {
+                Ok(attrs) => {
+                    let ev = Event::Cron {
+                        job: job.name.clone(),
+                        attrs,
+                    };
+                    if events.send(ev).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => tracing::warn!("STARTD_CRON {}: {e}", job.name),
+            }
+            if job.one_shot {
+                return;
+            }
+            clock.sleep(job.period).await;
+        }
+    });
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -164,5 +195,35 @@ mod tests {
         assert!(jobs(&lookup)
             .unwrap_err()
             .contains("STARTD_CRON_x_EXECUTABLE"));
+    }
+
+    #[tokio::test]
+    async fn a_periodic_job_runs_at_once_then_every_period_of_the_daemons_clock() {
+        let job = CronJob {
+            name: "temp".into(),
+            executable: "/bin/sh".into(),
+            args: vec!["-c".into(), "echo Temp = 42".into()],
+            // an hour: only the test's clock gets there
+            period: Duration::from_secs(3600),
+            prefix: "Cron_".into(),
+            one_shot: false,
+        };
+        let manual = skua_daemon::ManualClock::frozen(1_000_000);
+        let (events, mut results) = mpsc::channel(4);
+        spawn(job, manual.clock(), events);
+        for round in 0..2 {
+            if round > 0 {
+                manual.advance(Duration::from_secs(3600));
+            }
+            let got = tokio::time::timeout(Duration::from_secs(10), results.recv())
+                .await
+                .expect("the job's output")
+                .expect("the job runs");
+            let Event::Cron { job, attrs } = got else {
+                panic!("not a cron result: {got:?}");
+            };
+            assert_eq!(job, "temp");
+            assert_eq!(classad::unparse(&attrs["Cron_Temp"]), "42");
+        }
     }
 }

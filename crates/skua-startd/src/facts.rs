@@ -104,6 +104,8 @@ fn os_release(opsys: &str) -> (String, i64, String, String) {
 
 /// Measures the machine now.
 pub fn measure(src: &FactSources) -> MachineFacts {
+    // the system's time, not the daemon's clock: idle times compare the
+    // devices' real access times with it
     let now = SystemTime::now();
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get() as i64)
