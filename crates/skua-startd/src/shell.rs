@@ -507,7 +507,7 @@ mod tests {
     use std::time::Duration;
 
     use skua_daemon::ManualClock;
-    use skua_proto::{ClaimAlive, ClaimRequest, MatchNotice};
+    use skua_proto::{ActivateRequest, ClaimAlive, ClaimRequest, MatchNotice};
     use skua_slot::{MachineFacts, StartdConfig};
     use tokio::sync::oneshot;
 
@@ -519,6 +519,16 @@ mod tests {
                        RequestDisk = 1000; Requirements = TARGET.Cpus >= RequestCpus ]";
 
     fn shell(clock: Clock, execute: &std::path::Path) -> Shell {
+        starting(clock, execute, "exit 1").0
+    }
+
+    /// A shell whose starters are `sh -c script`, with the receiver of the
+    /// events its starters send.
+    fn starting(
+        clock: Clock,
+        execute: &std::path::Path,
+        script: &str,
+    ) -> (Shell, mpsc::Receiver<Event>) {
         let facts = MachineFacts {
             cpus: 1,
             memory_mb: 1024,
@@ -529,13 +539,55 @@ mod tests {
         let config = StartdConfig::from_knobs(&|_: &str| None, &facts).unwrap();
         let machine = Machine::new(facts, config, clock.now_secs());
         let setup = StarterSetup {
-            program: "/nonexistent/starter".into(),
-            args: Vec::new(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
             execute: execute.to_path_buf(),
             cgroups: None,
         };
-        let (events, _) = mpsc::channel(16);
-        Shell::new(machine, setup, events, Peers::nowhere(), clock)
+        let (events, received) = mpsc::channel(16);
+        let shell = Shell::new(machine, setup, events, Peers::nowhere(), clock);
+        (shell, received)
+    }
+
+    /// The next event the starters send.
+    async fn next(events: &mut mpsc::Receiver<Event>) -> Event {
+        tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("an event from the starter")
+            .expect("the shell keeps a sender")
+    }
+
+    async fn match_and_claim(shell: &mut Shell) {
+        let notice = MatchNotice {
+            slot: SLOT.into(),
+            claim_id: CLAIM.into(),
+            submitter: "alice@example".into(),
+            schedd_addr: "<127.0.0.1:1>".into(),
+            preempting: false,
+        };
+        ask(shell, Request::Match(notice)).await.unwrap();
+        let claim = ClaimRequest {
+            claim_id: CLAIM.into(),
+            job_ad: JOB.into(),
+            schedd_addr: "<127.0.0.1:1>".into(),
+            // with MAX_CLAIM_ALIVES_MISSED = 6: a lease of 60 s
+            alive_interval_secs: 10,
+        };
+        let Reply::Claim(reply) = ask(shell, Request::Claim(claim)).await.unwrap() else {
+            panic!("a claim is answered with the slot");
+        };
+        assert_eq!(reply.slot, SLOT);
+        assert_eq!(state(shell), ("Claimed", "Idle"));
+    }
+
+    fn activate(job_id: &str) -> Request {
+        Request::Activate(ActivateRequest {
+            claim_id: CLAIM.into(),
+            job_ad: JOB.into(),
+            job_id: job_id.into(),
+            shadow_addr: "<127.0.0.1:1>".into(),
+            owner_ids: None,
+        })
     }
 
     async fn ask(shell: &mut Shell, request: Request) -> Result<Reply, ApiError> {
@@ -569,26 +621,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let manual = ManualClock::frozen(1_000_000);
         let mut shell = shell(manual.clock(), dir.path());
-        let notice = MatchNotice {
-            slot: SLOT.into(),
-            claim_id: CLAIM.into(),
-            submitter: "alice@example".into(),
-            schedd_addr: "<127.0.0.1:1>".into(),
-            preempting: false,
-        };
-        ask(&mut shell, Request::Match(notice)).await.unwrap();
-        let claim = ClaimRequest {
-            claim_id: CLAIM.into(),
-            job_ad: JOB.into(),
-            schedd_addr: "<127.0.0.1:1>".into(),
-            // with MAX_CLAIM_ALIVES_MISSED = 6: a lease of 60 s
-            alive_interval_secs: 10,
-        };
-        let Reply::Claim(reply) = ask(&mut shell, Request::Claim(claim)).await.unwrap() else {
-            panic!("a claim is answered with the slot");
-        };
-        assert_eq!(reply.slot, SLOT);
-        assert_eq!(state(&shell), ("Claimed", "Idle"));
+        match_and_claim(&mut shell).await;
         let alive = || {
             Request::Alive(ClaimAlive {
                 claim_id: CLAIM.into(),
@@ -644,5 +677,71 @@ mod tests {
             .await
             .expect("the loop ends at shutdown")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_claims_starter_runs_its_jobs_one_after_another_until_the_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // reports each job done at once; exits when its input closes
+        let script = "while IFS= read -r spec; do echo '{\"done\":\"x\"}'; done";
+        let (mut shell, mut events) = starting(manual.clock(), dir.path(), script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        assert_eq!(state(&shell), ("Claimed", "Busy"));
+        let pid = shell.starters.get(SLOT).unwrap().pid;
+        // the next job waits for the first one's end
+        let early = ask(&mut shell, activate("1.1")).await.unwrap_err();
+        assert_eq!(early.0.code, skua_proto::ErrorCode::Unavailable);
+        let done = next(&mut events).await;
+        assert!(matches!(&done, Event::StarterDone { slot, pid: p } if slot == SLOT && *p == pid));
+        shell.handle(done).await;
+        assert_eq!(state(&shell), ("Claimed", "Idle"));
+        // the same starter gets the claim's next job
+        ask(&mut shell, activate("1.1")).await.unwrap();
+        assert_eq!(state(&shell), ("Claimed", "Busy"));
+        assert_eq!(shell.starters.get(SLOT).unwrap().pid, pid);
+        shell.handle(next(&mut events).await).await;
+        assert_eq!(state(&shell), ("Claimed", "Idle"));
+        // the release lets the idle starter go: it exits
+        let release = Request::Release(skua_proto::ReleaseRequest {
+            claim_id: CLAIM.into(),
+        });
+        ask(&mut shell, release).await.unwrap();
+        shell.let_go_of_idle_starters();
+        assert!(shell.starters.get(SLOT).is_none());
+        let exited = next(&mut events).await;
+        assert!(
+            matches!(&exited, Event::StarterExited { pid: p, status: Some(s), .. } if *p == pid && s.success()),
+            "{exited:?}"
+        );
+        shell.handle(exited).await;
+        assert_ne!(state(&shell).0, "Claimed");
+    }
+
+    #[tokio::test]
+    async fn a_lease_that_runs_out_kills_the_running_starter_and_frees_the_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // runs its job until killed
+        let script = "while IFS= read -r spec; do :; done";
+        let (mut shell, mut events) = starting(manual.clock(), dir.path(), script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        assert_eq!(state(&shell), ("Claimed", "Busy"));
+        let pid = shell.starters.get(SLOT).unwrap().pid;
+        // no keep-alive for the lease (60 s): the starter is killed
+        manual.advance(Duration::from_secs(60));
+        shell.handle(poll()).await;
+        assert_eq!(state(&shell), ("Preempting", "Killing"));
+        let exited = next(&mut events).await;
+        assert!(
+            matches!(&exited, Event::StarterExited { pid: p, status: Some(s), .. } if *p == pid && !s.success()),
+            "{exited:?}"
+        );
+        shell.handle(exited).await;
+        assert!(shell.starters.get(SLOT).is_none());
+        assert_ne!(state(&shell).0, "Claimed");
+        assert_ne!(state(&shell).0, "Preempting");
     }
 }
