@@ -134,7 +134,11 @@ pub async fn run_once(job: &CronJob) -> Result<BTreeMap<String, Expr>, String> {
 /// Runs `job` in the background: at once, then every period of `clock`
 /// (once for a `OneShot` job), each result sent to the loop as an
 /// [`Event::Cron`]. Ends when the loop is gone.
-pub fn spawn(job: CronJob, clock: Clock, events: mpsc::Sender<Event>) {
+pub fn spawn(
+    job: CronJob,
+    clock: Clock,
+    events: mpsc::Sender<Event>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             match run_once(&job).await {
@@ -152,9 +156,12 @@ pub fn spawn(job: CronJob, clock: Clock, events: mpsc::Sender<Event>) {
             if job.one_shot {
                 return;
             }
-            clock.sleep(job.period).await;
+            tokio::select! {
+                _ = clock.sleep(job.period) => {}
+                _ = events.closed() => return,
+            }
         }
-    });
+    })
 }
 
 #[cfg(test)]
@@ -210,7 +217,7 @@ mod tests {
         };
         let manual = skua_daemon::ManualClock::frozen(1_000_000);
         let (events, mut results) = mpsc::channel(4);
-        spawn(job, manual.clock(), events);
+        let running = spawn(job, manual.clock(), events);
         for round in 0..2 {
             if round > 0 {
                 manual.advance(Duration::from_secs(3600));
@@ -225,5 +232,11 @@ mod tests {
             assert_eq!(job, "temp");
             assert_eq!(classad::unparse(&attrs["Cron_Temp"]), "42");
         }
+        // the loop gone, the job ends without waiting for the clock
+        drop(results);
+        tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .expect("the job ends with the loop")
+            .unwrap();
     }
 }

@@ -69,7 +69,7 @@ impl Poller {
 
     /// Polls in the background, the first time at once, until the loop
     /// is gone.
-    pub fn spawn(self, events: mpsc::Sender<Event>) {
+    pub fn spawn(self, events: mpsc::Sender<Event>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let Poller {
                 sources,
@@ -79,7 +79,11 @@ impl Poller {
             } = self;
             let mut ticker = clock.ticker(period);
             loop {
-                ticker.tick().await;
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    // the loop is gone: no sleeping on a clock that may never move
+                    _ = events.closed() => return,
+                }
                 let (sources, file) = (sources.clone(), attribute_file.clone());
                 let measured = match tokio::task::spawn_blocking(move || {
                     Poller::measure(&sources, file.as_deref())
@@ -96,7 +100,7 @@ impl Poller {
                     return;
                 }
             }
-        });
+        })
     }
 }
 
@@ -141,7 +145,7 @@ mod tests {
         std::fs::write(&file, "KeyboardIdle = 0\n").unwrap();
         let manual = skua_daemon::ManualClock::frozen(1_000_000);
         let (events, mut polls) = mpsc::channel(4);
-        Poller {
+        let poller = Poller {
             sources: FactSources {
                 execute: dir.path().to_path_buf(),
                 console_devices: Vec::new(),
@@ -161,5 +165,11 @@ mod tests {
         assert_eq!(classad::unparse(&overrides["KeyboardIdle"]), "0");
         manual.advance(Duration::from_secs(3600));
         next_poll(&mut polls).await;
+        // the loop gone, the poller ends without waiting for the clock
+        drop(polls);
+        tokio::time::timeout(Duration::from_secs(10), poller)
+            .await
+            .expect("the poller ends with the loop")
+            .unwrap();
     }
 }
