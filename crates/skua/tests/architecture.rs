@@ -60,7 +60,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "skua-starter",
         &[
             "classad",
-            "skua-submit",
             "skua-proto",
             "skua-net",
             "skua-daemon",

@@ -1,10 +1,12 @@
 //! Builtin functions: HTCondor's argument and environment strings
-//! (`argsToList`, `listToArgs`, `envV1ToV2`, `mergeEnvironment`).
+//! (`argsToList`, `listToArgs`, `envV1ToV2`, `mergeEnvironment`); the
+//! syntax itself is `crate::args_env`.
 
 use std::collections::BTreeMap;
 
 use super::support::{as_str, c_str, str_list};
 use super::Builtin;
+use crate::args_env::{self as syntax, DoubleQuotes, V1Delimiters};
 use crate::ast::Expr;
 use crate::eval::{Evaluator, FrameId, Val};
 
@@ -14,92 +16,6 @@ pub(super) const FUNCS: &[(&str, Builtin)] = &[
     ("listToArgs", list_to_args),
     ("argsToList", args_to_list),
 ];
-
-/// Appends one argument in HTCondor's V2 syntax: whitespace and `'` are
-/// single-quoted (a quote doubled), adjacent quoted sections merged, an
-/// empty argument is `''`.
-fn append_arg(arg: &[u8], out: &mut Vec<u8>) {
-    if !out.is_empty() {
-        out.push(b' ');
-    }
-    if arg.is_empty() {
-        out.extend_from_slice(b"''");
-    }
-    for &c in arg {
-        if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\'') {
-            if out.last() == Some(&b'\'') {
-                out.pop();
-            } else {
-                out.push(b'\'');
-            }
-            if c == b'\'' {
-                out.push(b'\'');
-            }
-            out.push(c);
-            out.push(b'\'');
-        } else {
-            out.push(c);
-        }
-    }
-}
-
-/// Parses a V2 argument string: whitespace separates, `'...'` quotes (with
-/// `''` for a quote). `None` on an unbalanced quote.
-fn split_v2_args(s: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let s = c_str(s);
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    let mut in_token = false;
-    let mut i = 0;
-    while i < s.len() {
-        match s[i] {
-            b'\'' => {
-                in_token = true;
-                i += 1;
-                loop {
-                    match s.get(i) {
-                        None => return None,
-                        Some(b'\'') if s.get(i + 1) == Some(&b'\'') => {
-                            buf.push(b'\'');
-                            i += 2;
-                        }
-                        Some(b'\'') => break,
-                        Some(&c) => {
-                            buf.push(c);
-                            i += 1;
-                        }
-                    }
-                }
-                i += 1;
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                if in_token {
-                    in_token = false;
-                    out.push(std::mem::take(&mut buf));
-                }
-            }
-            c => {
-                in_token = true;
-                buf.push(c);
-                i += 1;
-            }
-        }
-    }
-    if in_token {
-        out.push(buf);
-    }
-    Some(out)
-}
-
-/// Parses a V1 (Unix) argument string: items separated by whitespace.
-fn split_v1_args(s: &[u8]) -> Vec<Vec<u8>> {
-    c_str(s)
-        .split(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .filter(|t| !t.is_empty())
-        .map(<[u8]>::to_vec)
-        .collect()
-}
 
 /// The value HTCondor stores for an environment entry without `=` that
 /// holds an unexpanded `$$()` macro (printed as the name alone).
@@ -111,16 +27,12 @@ type Env = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Adds a `NAME=value` entry; `false` if it has no name or no `=` (unless
 /// it holds a `$$` macro, kept verbatim).
 fn set_env_entry(env: &mut Env, entry: &[u8]) -> bool {
-    if entry.is_empty() {
-        return false;
-    }
-    match entry.iter().position(|&b| b == b'=') {
-        Some(0) => false,
-        Some(i) => {
-            env.insert(entry[..i].to_vec(), entry[i + 1..].to_vec());
+    match syntax::env_entry(entry) {
+        Some((name, value)) => {
+            env.insert(name.to_vec(), value.to_vec());
             true
         }
-        None if entry.windows(2).any(|w| w == b"$$") => {
+        None if !entry.contains(&b'=') && entry.windows(2).any(|w| w == b"$$") => {
             env.insert(entry.to_vec(), NO_ENVIRONMENT_VALUE.to_vec());
             true
         }
@@ -128,45 +40,18 @@ fn set_env_entry(env: &mut Env, entry: &[u8]) -> bool {
     }
 }
 
-/// Merges a V1 environment string: entries separated by `;` (or by the
-/// first character, if it is one of HTCondor's permitted delimiters) or a
-/// newline, leading whitespace of each entry dropped, empty entries
-/// skipped.
+/// Merges a V1 environment string (HTCondor's `Env` class delimiters).
 fn merge_env_v1(env: &mut Env, s: &[u8]) -> bool {
-    let s = c_str(s);
-    let Some(&first) = s.first() else { return true };
-    let mut delim = b';';
-    let mut rest = s;
-    if first == delim {
-        rest = &s[1..];
-    } else if b"!#$%&*+,-/:;<>?@^`|~\x1F".contains(&first) {
-        delim = first;
-        rest = &s[1..];
-    }
-    while !rest.is_empty() {
-        let skip = rest
-            .iter()
-            .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-            .count();
-        rest = &rest[skip..];
-        let end = rest
-            .iter()
-            .position(|&b| b == b'\n' || b == delim)
-            .unwrap_or(rest.len());
-        let entry = &rest[..end];
-        rest = rest.get(end + 1..).unwrap_or_default();
-        if !entry.is_empty() && !set_env_entry(env, entry) {
-            return false;
-        }
-    }
-    true
+    syntax::v1_env_entries(c_str(s), V1Delimiters::Auto)
+        .into_iter()
+        .all(|e| set_env_entry(env, e))
 }
 
 /// Merges a V2 environment string (V2 argument syntax, one entry each).
 fn merge_env_v2(env: &mut Env, s: &[u8]) -> bool {
-    match split_v2_args(s) {
-        Some(entries) => entries.iter().all(|e| set_env_entry(env, e)),
-        None => false,
+    match syntax::split_v2(c_str(s), DoubleQuotes::Ordinary) {
+        Ok(entries) => entries.iter().all(|e| set_env_entry(env, e)),
+        Err(_) => false,
     }
 }
 
@@ -179,7 +64,7 @@ fn env_to_v2(env: &Env) -> Vec<u8> {
             entry.push(b'=');
             entry.extend_from_slice(value);
         }
-        append_arg(&entry, &mut out);
+        syntax::push_v2_word(&entry, &mut out);
     }
     out
 }
@@ -249,11 +134,12 @@ fn args_to_list(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val 
         return Val::Error;
     };
     if version == 1 {
-        return str_list(split_v1_args(s));
+        let words = syntax::split_v1_args(c_str(s));
+        return str_list(words.into_iter().map(<[u8]>::to_vec).collect());
     }
-    match split_v2_args(s) {
-        Some(items) => str_list(items),
-        None => Val::Error,
+    match syntax::split_v2(c_str(s), DoubleQuotes::Ordinary) {
+        Ok(items) => str_list(items),
+        Err(_) => Val::Error,
     }
 }
 
@@ -279,7 +165,7 @@ fn list_to_args(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val 
     let mut out = Vec::new();
     for s in &strs {
         if version == 1 {
-            if s.iter().any(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+            if s.iter().any(|&b| syntax::is_v1_arg_space(b)) {
                 return Val::Error;
             }
             if !out.is_empty() {
@@ -287,7 +173,7 @@ fn list_to_args(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val 
             }
             out.extend_from_slice(c_str(s));
         } else {
-            append_arg(c_str(s), &mut out);
+            syntax::push_v2_word(c_str(s), &mut out);
         }
     }
     Val::str(out)
