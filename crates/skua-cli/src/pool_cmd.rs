@@ -12,6 +12,7 @@ use skua_master::{PoolLayout, PoolOptions};
 use skua_net::{AuthLevel, Client, Endpoint};
 use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand, Query, QueryReply};
 
+use crate::ad_output::AdOutput;
 use crate::status_fmt;
 
 fn home() -> Option<PathBuf> {
@@ -153,12 +154,8 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     };
     ads.sort_by_key(key);
     let now = skua_daemon::now_secs();
-    let out = if a.json {
-        status_fmt::format_json(&ads, now)
-    } else if a.long {
-        status_fmt::format_long(&ads, now)
-    } else if !a.af.is_empty() {
-        status_fmt::format_autoformat(&ads, &a.af, now)
+    let out = if let Some(form) = AdOutput::chosen(a.json, a.long, &a.af) {
+        form.render(&ads, now)
     } else if a.state && ad_type == "Machine" {
         status_fmt::format_state(&ads, now)
     } else {
