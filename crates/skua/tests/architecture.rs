@@ -58,12 +58,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "skua-starter",
-        &[
-            "classad",
-            "skua-proto",
-            "skua-net",
-            "skua-daemon",
-        ],
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
     ),
     (
         "skua-daemon",
