@@ -6,6 +6,28 @@
 use classad::{unparse, unparse_value, ClassAd, EvalOptions, Evaluator, Expr, UnOp, Value};
 use serde_json::Value as Json;
 
+/// The flags that ask for a whole-ad form (`skua status`, `q`, `history`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct AdOutputArgs {
+    /// Autoformat: print these attributes (or expressions) of each ad,
+    /// space-separated.
+    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
+    pub af: Vec<String>,
+    /// Long form: every attribute of each ad, as `Name = value` lines.
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// JSON: an array of ads.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl AdOutputArgs {
+    /// The form these flags ask for (see [`AdOutput::chosen`]).
+    pub fn chosen(&self) -> Option<AdOutput> {
+        AdOutput::chosen(self.json, self.long, &self.af)
+    }
+}
+
 /// One of the whole-ad output forms a command's flags ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdOutput {

@@ -13,7 +13,7 @@ use skua_proto::{
     SetAttribute,
 };
 
-use crate::ad_output::AdOutput;
+use crate::ad_output::{AdOutput, AdOutputArgs};
 use crate::pool_cmd::{client_for, load_config, report, runtime};
 use crate::q_fmt;
 
@@ -91,15 +91,8 @@ pub struct QArgs {
     /// Jobs of every user, not only yours.
     #[arg(long)]
     allusers: bool,
-    /// Every attribute of each job, as `Name = value` lines.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    /// Autoformat: these attributes of each job, space-separated.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
-    af: Vec<String>,
-    /// The jobs as a JSON array of ads.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: AdOutputArgs,
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
@@ -143,7 +136,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     if only_mine {
         selector.owners.push(user.clone());
     }
-    let form = AdOutput::chosen(a.json, a.long, &a.af);
+    let form = a.output.chosen();
     let projection: Vec<String> = match &form {
         Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
         Some(_) => Vec::new(),
@@ -348,15 +341,8 @@ pub struct HistoryArgs {
     /// At most this many jobs (newest first).
     #[arg(long, visible_alias = "match")]
     limit: Option<usize>,
-    /// Every attribute of each job.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    /// Autoformat: these attributes of each job.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
-    af: Vec<String>,
-    /// A JSON array of ads.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: AdOutputArgs,
 }
 
 pub fn history(a: HistoryArgs) -> ExitCode {
@@ -365,7 +351,7 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
-    let form = AdOutput::chosen(a.json, a.long, &a.af);
+    let form = a.output.chosen();
     let projection = match &form {
         Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
         _ => Vec::new(),
