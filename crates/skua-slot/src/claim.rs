@@ -99,6 +99,16 @@ pub fn claim_ids_equal(a: &str, b: &str) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A claim id the negotiator hands out has at least 16 characters.
+fn check_claim_id(claim_id: &str) -> Result<(), Refusal> {
+    if claim_id.len() < 16 {
+        return Err(Refusal::BadRequest(
+            "a claim id has at least 16 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The job's `RequestCpus`, `RequestMemory` (MB) and `RequestDisk` (KB),
 /// evaluated in the job ad with the slot as TARGET, rounded up to
 /// integers; a missing or non-numeric request counts as 1.
@@ -291,11 +301,7 @@ impl Machine {
         schedd_addr: &str,
         now: i64,
     ) -> Result<(), Refusal> {
-        if claim_id.len() < 16 {
-            return Err(Refusal::BadRequest(
-                "a claim id has at least 16 characters".into(),
-            ));
-        }
+        check_claim_id(claim_id)?;
         let i = self
             .index(slot)
             .ok_or_else(|| Refusal::NotFound(format!("no slot {slot}")))?;
@@ -353,11 +359,7 @@ impl Machine {
                 .match_notice(slot, claim_id, submitter, schedd_addr, now)
                 .map(|()| Vec::new());
         }
-        if claim_id.len() < 16 {
-            return Err(Refusal::BadRequest(
-                "a claim id has at least 16 characters".into(),
-            ));
-        }
+        check_claim_id(claim_id)?;
         if self.find_claim(claim_id).is_some() || self.find_preempting(claim_id).is_some() {
             return Err(Refusal::Conflict("this claim id is already in use".into()));
         }
