@@ -221,6 +221,24 @@ mod tests {
     }
 
     #[test]
+    fn json_beats_long_beats_autoformat_and_none_means_the_table() {
+        let af = vec!["Owner".to_string()];
+        assert_eq!(AdOutput::chosen(true, true, &af), Some(AdOutput::Json));
+        assert_eq!(AdOutput::chosen(false, true, &af), Some(AdOutput::Long));
+        assert_eq!(
+            AdOutput::chosen(false, false, &af),
+            Some(AdOutput::Autoformat(af.clone()))
+        );
+        assert_eq!(AdOutput::chosen(false, false, &[]), None);
+        let a = ad("Owner = \"alice\"\n");
+        assert_eq!(
+            AdOutput::Autoformat(af).render(std::slice::from_ref(&a), NOW),
+            "alice\n"
+        );
+        assert_eq!(AdOutput::Long.render(&[a], NOW), "Owner = \"alice\"\n\n");
+    }
+
+    #[test]
     fn autoformat() {
         let a = ad(concat!(
             "Name = \"slot1@a\"\nMemory = 2048\nLoadAvg = 0.25\nBig = 1.5e20\n",
