@@ -13,6 +13,7 @@
 //! the time zone and the random seed are inputs ([`EvalOptions`]).
 
 mod ad;
+pub mod args_env;
 mod ast;
 mod error;
 mod eval;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ad_output;
 mod classad_cmd;
 mod config_cmd;
 mod pool_cmd;
@@ -15,6 +16,7 @@ mod queue_cmd;
 mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
+mod table;
 mod userprio;
 
 pub use submit_cmd::build_submission;

@@ -12,6 +12,7 @@ use skua_master::{PoolLayout, PoolOptions};
 use skua_net::{AuthLevel, Client, Endpoint};
 use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand, Query, QueryReply};
 
+use crate::ad_output::AdOutputArgs;
 use crate::status_fmt;
 
 fn home() -> Option<PathBuf> {
@@ -80,15 +81,8 @@ pub struct StatusArgs {
     /// Only ads for which this ClassAd expression is true.
     #[arg(long)]
     constraint: Option<String>,
-    /// Autoformat: print these attributes of each ad, space-separated.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
-    af: Vec<String>,
-    /// Long form: every attribute of each ad, as `Name = value` lines.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    /// JSON: an array of ads.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: AdOutputArgs,
     /// Master ads instead of machine slots.
     #[arg(long)]
     master: bool,
@@ -136,7 +130,7 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     let q = Query {
         ad_type: ad_type.to_string(),
         constraint: a.constraint.clone(),
-        projection: a.af.clone(),
+        projection: a.output.af.clone(),
     };
     let reply: QueryReply =
         runtime()?.block_on(client.command(&routes::COLLECTOR_QUERY, Some(&q)))?;
@@ -153,12 +147,8 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     };
     ads.sort_by_key(key);
     let now = skua_daemon::now_secs();
-    let out = if a.json {
-        status_fmt::format_json(&ads, now)
-    } else if a.long {
-        status_fmt::format_long(&ads, now)
-    } else if !a.af.is_empty() {
-        status_fmt::format_autoformat(&ads, &a.af, now)
+    let out = if let Some(form) = a.output.chosen() {
+        form.render(&ads, now)
     } else if a.state && ad_type == "Machine" {
         status_fmt::format_state(&ads, now)
     } else {

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use classad::{ClassAd, Expr, Value};
 use skua_proto::BatchRow;
 
+use crate::table::duration;
+
 /// What the tool needs to know besides the ads.
 #[derive(Clone, Debug)]
 pub struct QContext {
@@ -73,18 +75,6 @@ fn long_date(t: i64, utc_offset: i64) -> String {
 fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
     let tm = classad::time::broken_down(t, 0);
     (tm.year, tm.mon + 1, tm.mday, tm.hour, tm.min, tm.sec)
-}
-
-/// `D+HH:MM:SS`.
-pub fn duration(secs: i64) -> String {
-    let s = secs.max(0);
-    format!(
-        "{}+{:02}:{:02}:{:02}",
-        s / 86_400,
-        (s % 86_400) / 3600,
-        (s % 3600) / 60,
-        s % 60
-    )
 }
 
 /// Wall-clock time of all runs so far, including the current one.
@@ -481,12 +471,10 @@ mod tests {
     }
 
     #[test]
-    fn dates_and_durations() {
+    fn dates() {
         assert_eq!(short_date(1763726400, 0), "11/21 12:00");
         assert_eq!(short_date(1763726400, 3600), "11/21 13:00");
         assert_eq!(long_date(1763726400, 0), "11/21/25 12:00:00");
-        assert_eq!(duration(0), "0+00:00:00");
-        assert_eq!(duration(90061), "1+01:01:01");
     }
 
     fn row(

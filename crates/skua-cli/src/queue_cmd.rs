@@ -13,8 +13,9 @@ use skua_proto::{
     SetAttribute,
 };
 
+use crate::ad_output::{AdOutput, AdOutputArgs};
 use crate::pool_cmd::{client_for, load_config, report, runtime};
-use crate::{q_fmt, status_fmt};
+use crate::q_fmt;
 
 /// How long a queue command waits for the schedd.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -90,15 +91,8 @@ pub struct QArgs {
     /// Jobs of every user, not only yours.
     #[arg(long)]
     allusers: bool,
-    /// Every attribute of each job, as `Name = value` lines.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    /// Autoformat: these attributes of each job, space-separated.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
-    af: Vec<String>,
-    /// The jobs as a JSON array of ads.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: AdOutputArgs,
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
@@ -142,20 +136,18 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     if only_mine {
         selector.owners.push(user.clone());
     }
-    let projection: Vec<String> = if a.long || a.json {
-        Vec::new()
-    } else if !a.af.is_empty() {
-        a.af.clone()
-    } else {
-        TABLE_ATTRS.iter().map(|s| s.to_string()).collect()
+    let form = a.output.chosen();
+    let projection: Vec<String> = match &form {
+        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
+        Some(_) => Vec::new(),
+        None => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
     };
     let config = load_config()?;
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
     if a.better_analyze {
         return better_analyze(&config, &client, selector, &user);
     }
-    let table = !(a.json || a.long || !a.af.is_empty());
-    let summary = table && !(a.nobatch || a.hold || a.run);
+    let summary = form.is_none() && !(a.nobatch || a.hold || a.run);
     let query = JobQuery {
         selector,
         projection: if summary { Vec::new() } else { projection },
@@ -166,16 +158,8 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
     let ads = parse_ads(&reply.ads)?;
     let now = skua_daemon::now_secs();
-    if a.json {
-        print!("{}", status_fmt::format_json(&ads, now));
-        return Ok(ExitCode::SUCCESS);
-    }
-    if a.long {
-        print!("{}", status_fmt::format_long(&ads, now));
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !a.af.is_empty() {
-        print!("{}", status_fmt::format_autoformat(&ads, &a.af, now));
+    if let Some(form) = form {
+        print!("{}", form.render(&ads, now));
         return Ok(ExitCode::SUCCESS);
     }
     let all = totals_of(&reply.status_counts);
@@ -357,15 +341,8 @@ pub struct HistoryArgs {
     /// At most this many jobs (newest first).
     #[arg(long, visible_alias = "match")]
     limit: Option<usize>,
-    /// Every attribute of each job.
-    #[arg(short = 'l', long = "long")]
-    long: bool,
-    /// Autoformat: these attributes of each job.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
-    af: Vec<String>,
-    /// A JSON array of ads.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: AdOutputArgs,
 }
 
 pub fn history(a: HistoryArgs) -> ExitCode {
@@ -374,10 +351,10 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
-    let projection = if a.af.is_empty() || a.long || a.json {
-        Vec::new()
-    } else {
-        a.af.clone()
+    let form = a.output.chosen();
+    let projection = match &form {
+        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
+        _ => Vec::new(),
     };
     let config = load_config()?;
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
@@ -391,14 +368,9 @@ fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
         runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
     let ads = parse_ads(&reply.ads)?;
     let now = skua_daemon::now_secs();
-    let out = if a.json {
-        status_fmt::format_json(&ads, now)
-    } else if a.long {
-        status_fmt::format_long(&ads, now)
-    } else if !a.af.is_empty() {
-        status_fmt::format_autoformat(&ads, &a.af, now)
-    } else {
-        q_fmt::format_history(&ads, utc_offset(now))
+    let out = match form {
+        Some(form) => form.render(&ads, now),
+        None => q_fmt::format_history(&ads, utc_offset(now)),
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)

@@ -10,20 +10,19 @@
 //! - [`format_schedds`], [`format_submitters`], [`format_masters`],
 //!   [`format_any`]: the tables of `-schedd`, `-submitters`, `-master` and
 //!   `-any`; [`format_default`] picks the table for an ad type.
-//! - [`format_autoformat`] (`-af`), [`format_long`] (`-l`) and
-//!   [`format_json`] (`-json`).
+//! - `-af`, `-l` and `-json` are `ad_output.rs`, shared with `skua q` and
+//!   `skua history`.
 //!
-//! Column rules: headings are left-justified in their column, text columns
-//! are left-justified and numbers right-justified, columns are separated by
-//! one space, a column is as wide as its widest cell (or its minimum width),
-//! trailing blanks are trimmed, and a blank line follows the headings. An
+//! The tables are built with `table.rs` (its column rules): text columns
+//! are left-justified and numbers right-justified. An
 //! attribute that is missing or of the wrong type shows as `??`. The input
 //! order of the ads is kept: sorting is the caller's.
 
 use std::collections::BTreeMap;
 
-use classad::{unparse, unparse_value, ClassAd, EvalOptions, Evaluator, Expr, UnOp, Value};
-use serde_json::Value as Json;
+use classad::{ClassAd, EvalOptions, Evaluator, Value};
+
+use crate::table::{col, col_joined, duration, render_totals, width, Align, Column, Table};
 
 // ----------------------------------------------------------------------
 // Evaluation
@@ -71,140 +70,6 @@ impl Eval {
 }
 
 const MISSING: &str = "??";
-
-// ----------------------------------------------------------------------
-// Tables
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Align {
-    Left,
-    Right,
-}
-
-struct Column {
-    head: &'static str,
-    /// Minimum width (the column grows to fit its heading and cells).
-    min: usize,
-    align: Align,
-    /// Whether a space separates this column from the previous one.
-    sep: bool,
-}
-
-const fn col(head: &'static str, min: usize, align: Align) -> Column {
-    Column {
-        head,
-        min,
-        align,
-        sep: true,
-    }
-}
-
-fn width(s: &str) -> usize {
-    s.chars().count()
-}
-
-fn pad(s: &str, w: usize, align: Align, out: &mut String) {
-    let fill = w.saturating_sub(width(s));
-    if align == Align::Right {
-        out.extend(std::iter::repeat_n(' ', fill));
-    }
-    out.push_str(s);
-    if align == Align::Left {
-        out.extend(std::iter::repeat_n(' ', fill));
-    }
-}
-
-fn end_line(line: &mut String, out: &mut String) {
-    out.push_str(line.trim_end());
-    out.push('\n');
-    line.clear();
-}
-
-/// Headings, a blank line, then one line per row.
-fn render_table(cols: &[Column], rows: &[Vec<String>], out: &mut String) {
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            rows.iter()
-                .map(|r| width(&r[i]))
-                .chain([c.min, width(c.head)])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut line = String::new();
-    for (i, c) in cols.iter().enumerate() {
-        if i > 0 && c.sep {
-            line.push(' ');
-        }
-        pad(c.head, widths[i], Align::Left, &mut line);
-    }
-    end_line(&mut line, out);
-    out.push('\n');
-    for row in rows {
-        for (i, c) in cols.iter().enumerate() {
-            if i > 0 && c.sep {
-                line.push(' ');
-            }
-            pad(&row[i], widths[i], c.align, &mut line);
-        }
-        end_line(&mut line, out);
-    }
-}
-
-/// A totals table: headings right-justified over `(heading, width)`
-/// columns after a key column of `key_width`, a blank line, one line per
-/// key (`None`: the key is shown without numbers), a blank line, the
-/// `Total` line.
-fn render_totals(
-    key_width: usize,
-    cols: &[(&str, usize)],
-    rows: &[(String, Option<Vec<u64>>)],
-    total: &[u64],
-    out: &mut String,
-) {
-    let mut line = String::new();
-    line.extend(std::iter::repeat_n(' ', key_width));
-    for (i, (head, w)) in cols.iter().enumerate() {
-        if i > 0 {
-            line.push(' ');
-        }
-        pad(head, *w, Align::Right, &mut line);
-    }
-    end_line(&mut line, out);
-    out.push('\n');
-    let numbers = |key: &str, values: Option<&[u64]>, line: &mut String| {
-        pad(key, key_width, Align::Right, line);
-        for (i, ((_, w), v)) in cols.iter().zip(values.unwrap_or(&[])).enumerate() {
-            if i > 0 {
-                line.push(' ');
-            }
-            pad(&v.to_string(), *w, Align::Right, line);
-        }
-    };
-    for (key, values) in rows {
-        numbers(key, values.as_deref(), &mut line);
-        end_line(&mut line, out);
-    }
-    if !rows.is_empty() {
-        out.push('\n');
-    }
-    numbers("Total", Some(total), &mut line);
-    end_line(&mut line, out);
-}
-
-/// `d+hh:mm:ss` (negative durations show as zero).
-fn duration(secs: i64) -> String {
-    let s = secs.max(0);
-    format!(
-        "{}+{:02}:{:02}:{:02}",
-        s / 86_400,
-        s % 86_400 / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
 
 fn or_missing(v: Option<String>) -> String {
     v.unwrap_or_else(|| MISSING.to_string())
@@ -255,7 +120,7 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
         return String::new();
     }
     let mut ev = Eval::new(now);
-    let cols = [
+    let mut table = Table::new([
         col("Name", 18, Align::Left),
         col("OpSys", 10, Align::Left),
         col("Arch", 6, Align::Left),
@@ -263,14 +128,8 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
         col("Activity", 8, Align::Left),
         col("LoadAv", 6, Align::Right),
         col("Mem", 4, Align::Right),
-        Column {
-            head: "  ActvtyTime",
-            min: 12,
-            align: Align::Right,
-            sep: false,
-        },
-    ];
-    let mut rows = Vec::with_capacity(ads.len());
+        col_joined("  ActvtyTime", 12, Align::Right),
+    ]);
     let mut keys: BTreeMap<String, [u64; 9]> = BTreeMap::new();
     let mut total = [0u64; 9];
     let mut malformed = 0usize;
@@ -287,7 +146,7 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
             Some(t) => duration(now.saturating_sub(t)),
             None => "-".to_string(),
         };
-        rows.push(vec![
+        table.row(vec![
             or_missing(ev.string(ad, "Name")),
             or_missing(ev.string(ad, "OpSys")),
             or_missing(ev.string(ad, "Arch")),
@@ -322,8 +181,7 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
         }
     }
 
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
+    let mut out = table.to_text();
     out.push('\n');
     let shown = if total[BACKFILL] + total[BK_IDLE] > 0 {
         TOTALS_COLS.len()
@@ -355,8 +213,47 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
 // ----------------------------------------------------------------------
 // Tables for other ad types
 
-fn int_cell(ev: &mut Eval, ad: &ClassAd, name: &str) -> String {
-    ev.int(ad, name).map(|i| i.to_string()).unwrap_or_default()
+/// The columns of `-schedd` and `-submitters`.
+const JOB_COUNT_COLS: [Column; 5] = [
+    col("Name", 0, Align::Left),
+    col("Machine", 0, Align::Left),
+    col("RunningJobs", 11, Align::Right),
+    col("  IdleJobs", 10, Align::Right),
+    col("  HeldJobs", 10, Align::Right),
+];
+
+/// A `-schedd` / `-submitters` row: Name, Machine and the three counts
+/// (blank when missing).
+fn job_count_row(ev: &mut Eval, ad: &ClassAd, counts: &[&str; 3]) -> Vec<String> {
+    let mut row = vec![
+        or_missing(ev.string(ad, "Name")),
+        or_missing(ev.string(ad, "Machine")),
+    ];
+    row.extend(
+        counts
+            .iter()
+            .map(|n| ev.int(ad, n).map(|i| i.to_string()).unwrap_or_default()),
+    );
+    row
+}
+
+/// The table of `ads` with these columns, one row per ad; no ads, no
+/// output.
+fn ad_table(
+    ads: &[ClassAd],
+    now: i64,
+    cols: impl Into<Vec<Column>>,
+    mut row: impl FnMut(&mut Eval, &ClassAd) -> Vec<String>,
+) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let mut table = Table::new(cols);
+    for ad in ads {
+        table.row(row(&mut ev, ad));
+    }
+    table.to_text()
 }
 
 /// `-schedd`: Name, Machine, running/idle/held jobs, then their totals.
@@ -365,31 +262,16 @@ pub fn format_schedds(ads: &[ClassAd], now: i64) -> String {
         return String::new();
     }
     let mut ev = Eval::new(now);
-    let cols = [
-        col("Name", 0, Align::Left),
-        col("Machine", 0, Align::Left),
-        col("RunningJobs", 11, Align::Right),
-        col("  IdleJobs", 10, Align::Right),
-        col("  HeldJobs", 10, Align::Right),
-    ];
+    let mut table = Table::new(JOB_COUNT_COLS);
+    let counts = ["TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"];
     let mut total = [0u64; 3];
-    let rows: Vec<Vec<String>> = ads
-        .iter()
-        .map(|ad| {
-            let counts = ["TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"];
-            for (t, name) in total.iter_mut().zip(counts) {
-                *t += ev.int(ad, name).unwrap_or(0).max(0) as u64;
-            }
-            let mut row = vec![
-                or_missing(ev.string(ad, "Name")),
-                or_missing(ev.string(ad, "Machine")),
-            ];
-            row.extend(counts.iter().map(|n| int_cell(&mut ev, ad, n)));
-            row
-        })
-        .collect();
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
+    for ad in ads {
+        for (t, name) in total.iter_mut().zip(counts) {
+            *t += ev.int(ad, name).unwrap_or(0).max(0) as u64;
+        }
+        table.row(job_count_row(&mut ev, ad, &counts));
+    }
+    let mut out = table.to_text();
     out.push('\n');
     // All schedds share one (blank) key: its line carries no numbers.
     render_totals(
@@ -413,26 +295,13 @@ pub fn format_submitters(ads: &[ClassAd], now: i64) -> String {
         return String::new();
     }
     let mut ev = Eval::new(now);
-    let cols = [
-        col("Name", 0, Align::Left),
-        col("Machine", 0, Align::Left),
-        col("RunningJobs", 11, Align::Right),
-        col("  IdleJobs", 10, Align::Right),
-        col("  HeldJobs", 10, Align::Right),
-    ];
+    let mut table = Table::new(JOB_COUNT_COLS);
     let counts = ["RunningJobs", "IdleJobs", "HeldJobs"];
     let mut keys: BTreeMap<String, [u64; 3]> = BTreeMap::new();
     let mut total = [0u64; 3];
-    let mut rows = Vec::with_capacity(ads.len());
     for ad in ads {
-        let name = ev.string(ad, "Name");
-        let mut row = vec![
-            or_missing(name.clone()),
-            or_missing(ev.string(ad, "Machine")),
-        ];
-        row.extend(counts.iter().map(|n| int_cell(&mut ev, ad, n)));
-        rows.push(row);
-        if let Some(name) = name {
+        table.row(job_count_row(&mut ev, ad, &counts));
+        if let Some(name) = ev.string(ad, "Name") {
             let per = keys.entry(name).or_default();
             for (i, n) in counts.iter().enumerate() {
                 let v = ev.int(ad, n).unwrap_or(0).max(0) as u64;
@@ -441,8 +310,7 @@ pub fn format_submitters(ads: &[ClassAd], now: i64) -> String {
             }
         }
     }
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
+    let mut out = table.to_text();
     out.push('\n');
     let key_width = keys.keys().map(|k| width(k)).max().unwrap_or(0).max(5);
     let rows: Vec<(String, Option<Vec<u64>>)> = keys
@@ -482,10 +350,6 @@ fn readable_mb(mb: f64) -> String {
 
 /// `-master`: Name, Version, Cpus, Memory, Uptime.
 pub fn format_masters(ads: &[ClassAd], now: i64) -> String {
-    if ads.is_empty() {
-        return String::new();
-    }
-    let mut ev = Eval::new(now);
     let cols = [
         col("Name", 0, Align::Left),
         col("Version", 14, Align::Left),
@@ -493,49 +357,33 @@ pub fn format_masters(ads: &[ClassAd], now: i64) -> String {
         col("  Memory", 10, Align::Right),
         col("   Uptime", 13, Align::Right),
     ];
-    let rows: Vec<Vec<String>> = ads
-        .iter()
-        .map(|ad| {
-            vec![
-                or_missing(ev.string(ad, "Name")),
-                or_missing(ev.string(ad, "CondorVersion").map(|v| version_number(&v))),
-                or_missing(ev.int(ad, "DetectedCpus").map(|c| c.to_string())),
-                or_missing(ev.real(ad, "DetectedMemory").map(readable_mb)),
-                ev.int(ad, "DaemonStartTime")
-                    .map(|t| duration(now.saturating_sub(t)))
-                    .unwrap_or_default(),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
-    out
+    ad_table(ads, now, cols, |ev, ad| {
+        vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.string(ad, "CondorVersion").map(|v| version_number(&v))),
+            or_missing(ev.int(ad, "DetectedCpus").map(|c| c.to_string())),
+            or_missing(ev.real(ad, "DetectedMemory").map(readable_mb)),
+            ev.int(ad, "DaemonStartTime")
+                .map(|t| duration(now.saturating_sub(t)))
+                .unwrap_or_default(),
+        ]
+    })
 }
 
 /// `-any`: MyType, TargetType and Name of every ad.
 pub fn format_any(ads: &[ClassAd], now: i64) -> String {
-    if ads.is_empty() {
-        return String::new();
-    }
-    let mut ev = Eval::new(now);
     let cols = [
         col("MyType", 18, Align::Left),
         col("TargetType", 18, Align::Left),
         col("Name", 0, Align::Left),
     ];
-    let rows: Vec<Vec<String>> = ads
-        .iter()
-        .map(|ad| {
-            vec![
-                ev.string(ad, "MyType").unwrap_or_else(|| "None".into()),
-                ev.string(ad, "TargetType").unwrap_or_else(|| "None".into()),
-                or_missing(ev.string(ad, "Name")),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
-    out
+    ad_table(ads, now, cols, |ev, ad| {
+        vec![
+            ev.string(ad, "MyType").unwrap_or_else(|| "None".into()),
+            ev.string(ad, "TargetType").unwrap_or_else(|| "None".into()),
+            or_missing(ev.string(ad, "Name")),
+        ]
+    })
 }
 
 /// The default table for ads of `ad_type` (HTCondor's MyType or a usual
@@ -551,157 +399,9 @@ pub fn format_default(ad_type: &str, ads: &[ClassAd], now: i64) -> String {
     }
 }
 
-// ----------------------------------------------------------------------
-// -af, -l: values in the old ClassAd syntax
-
-/// `-af ATTR...`: per ad, one line with the value of each attribute (or
-/// expression), separated by single spaces; strings unquoted, other values
-/// in the old ClassAd syntax, a missing attribute as `undefined`. An
-/// argument that does not parse as an expression is taken as an attribute
-/// name.
-pub fn format_autoformat(ads: &[ClassAd], attrs: &[String], now: i64) -> String {
-    let exprs: Vec<Expr> = attrs
-        .iter()
-        .map(|a| classad::parse_expr(a).unwrap_or_else(|_| Expr::Attr(classad::Name::new(a))))
-        .collect();
-    let mut ev = Eval::new(now);
-    let mut out = String::new();
-    for ad in ads {
-        for (i, e) in exprs.iter().enumerate() {
-            if i > 0 {
-                out.push(' ');
-            }
-            match ev.ev.eval(e, Some(ad), None) {
-                Value::Str(s) => out.push_str(&String::from_utf8_lossy(&s)),
-                v => out.push_str(&classad::unparse_old_value(&v)),
-            }
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// Attributes sorted by name, case-insensitively (as `-l` and `-json`
-/// list them).
-fn sorted_attrs(ad: &ClassAd) -> Vec<(&classad::Name, &Expr)> {
-    let mut attrs: Vec<_> = ad.iter().collect();
-    attrs.sort_by_cached_key(|(n, _)| n.as_str().to_ascii_lowercase());
-    attrs
-}
-
-/// `-l`: every ad as old-style `Name = value` lines (names sorted
-/// case-insensitively), each ad followed by a blank line.
-pub fn format_long(ads: &[ClassAd], _now: i64) -> String {
-    let mut out = String::new();
-    for ad in ads {
-        for (n, e) in sorted_attrs(ad) {
-            out.push_str(n.as_str());
-            out.push_str(" = ");
-            out.push_str(&classad::unparse_old(e));
-            out.push('\n');
-        }
-        out.push('\n');
-    }
-    out
-}
-
-// ----------------------------------------------------------------------
-// -json
-
-/// HTCondor's JSON spelling of an expression that is not a literal.
-fn json_expr(text: &str) -> Json {
-    Json::String(format!("{EXPR_OPEN}{text}{EXPR_CLOSE}"))
-}
-
-/// Markers around an expression's text inside a JSON string, replaced
-/// after serialization by HTCondor's `\/Expr(` and `)\/`: its JSON reader
-/// recognizes expressions only with the slashes escaped.
-const EXPR_OPEN: &str = "\u{1}SKUA-EXPR(";
-const EXPR_CLOSE: &str = ")SKUA-EXPR\u{1}";
-
-/// A JSON value's text with HTCondor's expression strings.
-fn json_text(j: &Json) -> String {
-    j.to_string()
-        .replace("\"\\u0001SKUA-EXPR(", "\"\\/Expr(")
-        .replace(")SKUA-EXPR\\u0001\"", ")\\/\"")
-}
-
-fn json_value(v: &Value) -> Json {
-    match v {
-        Value::Undefined => Json::Null,
-        Value::Bool(b) => Json::Bool(*b),
-        Value::Int(i) => Json::from(*i),
-        Value::Real(r) => match serde_json::Number::from_f64(*r) {
-            Some(n) => Json::Number(n),
-            None => json_expr(&unparse_value(v)),
-        },
-        Value::Str(s) => Json::String(String::from_utf8_lossy(s).into_owned()),
-        Value::List(items) => Json::Array(items.iter().map(json_of).collect()),
-        Value::Ad(ad) => json_object(ad),
-        Value::Error | Value::AbsTime(_) | Value::RelTime(_) => json_expr(&unparse_value(v)),
-    }
-}
-
-/// The JSON of an attribute's expression: literals (lists and nested ads
-/// of literals included) as JSON values, anything else as a string
-/// `/Expr(<expression>)/`.
-fn json_of(e: &Expr) -> Json {
-    match e {
-        Expr::Lit(v) => json_value(v),
-        Expr::Unary(UnOp::Neg, a) => match &**a {
-            Expr::Lit(Value::Int(i)) => Json::from(i.wrapping_neg()),
-            Expr::Lit(Value::Real(r)) => json_value(&Value::Real(-r)),
-            _ => json_expr(&unparse(e)),
-        },
-        Expr::List(items) => Json::Array(items.iter().map(json_of).collect()),
-        Expr::Ad(ad) => json_object(ad),
-        _ => json_expr(&unparse(e)),
-    }
-}
-
-fn json_object(ad: &ClassAd) -> Json {
-    let mut m = serde_json::Map::new();
-    for (n, e) in ad.iter() {
-        m.insert(n.as_str().to_string(), json_of(e));
-    }
-    Json::Object(m)
-}
-
-/// `-json`: a JSON array with one object per ad (attributes sorted by
-/// name, case-insensitively); ClassAd literals map to JSON values
-/// (UNDEFINED to null) and other expressions to `/Expr(...)/` strings. No
-/// ads give an empty array.
-pub fn format_json(ads: &[ClassAd], _now: i64) -> String {
-    let mut out = String::from("[\n");
-    for (i, ad) in ads.iter().enumerate() {
-        if i > 0 {
-            out.push_str(",\n");
-        }
-        out.push_str("{\n");
-        let attrs = sorted_attrs(ad);
-        for (j, (n, e)) in attrs.iter().enumerate() {
-            out.push_str("  ");
-            out.push_str(&Json::String(n.as_str().to_string()).to_string());
-            out.push_str(": ");
-            out.push_str(&json_text(&json_of(e)));
-            if j + 1 < attrs.len() {
-                out.push(',');
-            }
-            out.push('\n');
-        }
-        out.push_str("}\n");
-    }
-    out.push_str("]\n");
-    out
-}
-
 /// `-state`: condor_status -state's slot table (Name, Cpu, Mem, LoadAv,
 /// KbdIdle, State, StateTime, Activ, ActvtyTime).
 pub fn format_state(ads: &[ClassAd], now: i64) -> String {
-    if ads.is_empty() {
-        return String::new();
-    }
-    let mut ev = Eval::new(now);
     let cols = [
         col("Name", 18, Align::Left),
         col("Cpu", 3, Align::Right),
@@ -715,30 +415,26 @@ pub fn format_state(ads: &[ClassAd], now: i64) -> String {
     ];
     let since = |ev: &mut Eval, ad: &ClassAd, name: &str| match ev.int(ad, name) {
         Some(t) => duration(now.saturating_sub(t)),
-        None => "??".to_string(),
+        None => MISSING.to_string(),
     };
-    let mut rows = Vec::with_capacity(ads.len());
-    for ad in ads {
+    ad_table(ads, now, cols, |ev, ad| {
         let load = ev.real(ad, "LoadAvg").map(|l| format!("{l:.3}"));
         let activity = ev.string(ad, "Activity").map(|mut a| {
             a.truncate(6);
             a
         });
-        rows.push(vec![
+        vec![
             or_missing(ev.string(ad, "Name")),
             or_missing(ev.int(ad, "Cpus").map(|c| c.to_string())),
             or_missing(ev.int(ad, "Memory").map(|m| m.to_string())),
             or_missing(load),
             or_missing(ev.int(ad, "KeyboardIdle").map(duration)),
             or_missing(ev.string(ad, "State")),
-            since(&mut ev, ad, "EnteredCurrentState"),
+            since(ev, ad, "EnteredCurrentState"),
             or_missing(activity),
-            since(&mut ev, ad, "EnteredCurrentActivity"),
-        ]);
-    }
-    let mut out = String::new();
-    render_table(&cols, &rows, &mut out);
-    out
+            since(ev, ad, "EnteredCurrentActivity"),
+        ]
+    })
 }
 
 #[cfg(test)]
@@ -876,157 +572,6 @@ X86_64/WINDOWS     1     1       0         0       0          0      0
     }
 
     #[test]
-    fn autoformat() {
-        let a = ad(concat!(
-            "Name = \"slot1@a\"\nMemory = 2048\nLoadAvg = 0.25\nBig = 1.5e20\n",
-            "Whole = 3.0\nHas = true\nList = {1, \"x\", 2.5}\nPath = \"C:\\dir\"\n",
-        ));
-        let attrs: Vec<String> = [
-            "Name",
-            "Memory",
-            "LoadAvg",
-            "Big",
-            "Whole",
-            "Has",
-            "List",
-            "NoSuch",
-            "Memory * 2",
-            "Path",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let b = ad("Name = \"slot2@a\"\nMemory = \"lots\"\n");
-        assert_eq!(
-            format_autoformat(&[a, b], &attrs, NOW),
-            "slot1@a 2048 0.25 1.5E+20 3.0 true { 1,\"x\",2.5 } undefined 4096 C:\\dir\n\
-             slot2@a lots undefined undefined undefined undefined undefined undefined error undefined\n"
-        );
-        assert_eq!(format_autoformat(&[], &attrs, NOW), "");
-    }
-
-    #[test]
-    fn autoformat_evaluates_with_now() {
-        let a = ad("Entered = 1699999000\n");
-        let attrs = ["time() - Entered".to_string()];
-        assert_eq!(format_autoformat(&[a], &attrs, NOW), "1000\n");
-    }
-
-    #[test]
-    fn long_form() {
-        let a = ad(concat!(
-            "Name = \"slot1@a\"\nmemory = 2048\nActivity = \"Idle\"\n",
-            "Requirements = START && (TARGET.RequestMemory <= Memory)\n",
-            "IsOwner = (START is false)\nLoad = 0.1\nQuote = \"say \\\"hi\\\"\"\n",
-            "Neg = -5\nTiny = 1.0E-7\n",
-        ));
-        let b = ad("Name = \"slot2@a\"\n");
-        assert_eq!(
-            format_long(&[a, b], NOW),
-            "\
-Activity = \"Idle\"
-IsOwner = (START =?= false)
-Load = 0.1
-memory = 2048
-Name = \"slot1@a\"
-Neg = -5
-Quote = \"say \\\"hi\\\"\"
-Requirements = START && (TARGET.RequestMemory <= Memory)
-Tiny = 1E-07
-
-Name = \"slot2@a\"
-
-"
-        );
-        assert_eq!(format_long(&[], NOW), "");
-    }
-
-    #[test]
-    fn long_form_round_trips_through_the_old_parser() {
-        let a = ad(concat!(
-            "A = 1.5\nB = \"x\"\nC = {1, 2}\nD = [ e = 1; f = \"g\" ]\n",
-            "E = ifThenElse(A > 1, \"big\", \"small\")\nF = -2.25\nG = undefined\n",
-        ));
-        let text = format_long(std::slice::from_ref(&a), NOW);
-        let back = parse_old_ad(&text).expect("the -l text parses");
-        for (n, _) in a.iter() {
-            let name = n.as_str();
-            let want = Evaluator::default().eval_attr(name, &a, None);
-            let got = Evaluator::default().eval_attr(name, &back, None);
-            assert_eq!(unparse_value(&want), unparse_value(&got), "{name}");
-        }
-    }
-
-    #[test]
-    fn old_reals() {
-        let cases: [(f64, &str); 9] = [
-            (0.15, "0.15"),
-            (3.0, "3.0"),
-            (-0.0, "-0.0"),
-            (1e16, "1E+16"),
-            (123456789012345.0, "123456789012345.0"),
-            (1.0 / 3.0, "0.3333333333333333"),
-            (0.0001, "0.0001"),
-            (0.00001, "1E-05"),
-            (f64::NAN, "real(\"NaN\")"),
-        ];
-        for (r, want) in cases {
-            let mut s = String::new();
-            classad::format_real_old(r, &mut s);
-            assert_eq!(s, want, "{r}");
-        }
-    }
-
-    #[test]
-    fn json_form() {
-        let a = ad(concat!(
-            "Name = \"slot1@a\"\nMemory = 2048\nLoadAvg = 0.25\nHas = true\n",
-            "Nothing = undefined\nList = {1, \"x\"}\nNested = [ a = 1 ]\n",
-            "Requirements = Memory > 1024\nNeg = -3\nbig = 1.0e300\n",
-        ));
-        let out = format_json(&[a, ad("Name = \"b\"\n")], NOW);
-        assert_eq!(
-            out,
-            r#"[
-{
-  "big": 1e+300,
-  "Has": true,
-  "List": [1,"x"],
-  "LoadAvg": 0.25,
-  "Memory": 2048,
-  "Name": "slot1@a",
-  "Neg": -3,
-  "Nested": {"a":1},
-  "Nothing": null,
-  "Requirements": "\/Expr(Memory > 1024)\/"
-}
-,
-{
-  "Name": "b"
-}
-]
-"#
-        );
-        let parsed: Json = serde_json::from_str(&out).expect("valid JSON");
-        assert_eq!(parsed[0]["Memory"], Json::from(2048));
-        assert_eq!(
-            parsed[0]["Requirements"],
-            Json::from("/Expr(Memory > 1024)/")
-        );
-        assert_eq!(format_json(&[], NOW), "[\n]\n");
-        let empty: Json = serde_json::from_str(&format_json(&[], NOW)).expect("valid JSON");
-        assert_eq!(empty, Json::Array(vec![]));
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let a = classad::parse_ad(r#"[ S = "a\"b\\c" ]"#).expect("parses");
-        let out = format_json(&[a], NOW);
-        let parsed: Json = serde_json::from_str(&out).expect("valid JSON");
-        assert_eq!(parsed[0]["S"], Json::String("a\"b\\c".into()));
-    }
-
-    #[test]
     fn schedd_table() {
         let a = ad(concat!(
             "MyType = \"Scheduler\"\nName = \"submit.example.org\"\n",
@@ -1111,15 +656,6 @@ None               None               untyped
 ";
         assert_eq!(format_any(&ads, NOW), expected);
         assert_eq!(format_default("Negotiator", &ads, NOW), expected);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(duration(0), "0+00:00:00");
-        assert_eq!(duration(59), "0+00:00:59");
-        assert_eq!(duration(86_399), "0+23:59:59");
-        assert_eq!(duration(86_400 * 123 + 1), "123+00:00:01");
-        assert_eq!(duration(-5), "0+00:00:00");
     }
 
     #[test]

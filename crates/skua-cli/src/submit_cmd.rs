@@ -48,7 +48,7 @@ pub fn run(args: SubmitArgs) -> ExitCode {
     match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
         Ok(sub) => {
             let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
-            print!("{}", crate::status_fmt::format_long(&ads, 0));
+            print!("{}", crate::ad_output::format_long(&ads, 0));
             ExitCode::SUCCESS
         }
         Err(e) => {

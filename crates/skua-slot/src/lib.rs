@@ -13,15 +13,18 @@
 //! No I/O, no clock: the measured facts ([`MachineFacts`]), the
 //! configuration (a knob lookup function) and the time are arguments.
 
+mod claim;
+mod config;
 pub mod layout;
 mod machine;
+mod policy;
+mod slot_ad;
 pub mod state;
 
+pub use claim::{check_claim, claim_ids_equal, job_requests, Claim, Launch, Refusal, RunningJob};
+pub use config::{PolicyExprs, StartdConfig, POLICY_KNOBS};
 pub use layout::{layout, layout_config, parse_slot_type, LayoutConfig, Share, SlotDef};
-pub use machine::{
-    check_claim, claim_ids_equal, job_requests, Claim, Launch, Machine, PolicyExprs, Refusal,
-    RunningJob, Slot, SlotKind, StartdConfig, POLICY_KNOBS,
-};
+pub use machine::{Machine, Slot, SlotKind};
 pub use state::{
     Action, Activity, After, Event, HoldRequest, Policy, Retire, State, Status, Timeouts,
     HOLD_CODE_STARTD,

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
+use classad::args_env::{self, DoubleQuotes};
 use classad::{ClassAd, Evaluator, Value};
 
 /// A job or slot attribute as a string (literal or evaluated in the ad).
@@ -46,10 +47,11 @@ pub fn uses_shared_fs(job: &ClassAd, slot: &ClassAd) -> bool {
 /// The job's arguments: `Arguments` (V2) if defined, else `Args` (V1).
 pub fn job_arguments(job: &ClassAd) -> Result<Vec<String>, String> {
     if let Some(v2) = string_attr(job, "Arguments") {
-        return skua_submit::arguments_v2_words(&v2).map_err(|e| format!("Arguments: {e}"));
+        return args_env::v2_words(&v2, DoubleQuotes::Ordinary)
+            .map_err(|e| format!("Arguments: {e}"));
     }
     Ok(string_attr(job, "Args")
-        .map(|a| skua_submit::args_v1_words(&a))
+        .map(|a| args_env::v1_words(&a))
         .unwrap_or_default())
 }
 
@@ -101,9 +103,10 @@ pub fn job_environment(job: &ClassAd, facts: &EnvFacts) -> Result<Vec<(String, S
         env.insert(k.to_string(), v.to_string());
     }
     let own = if let Some(v2) = string_attr(job, "Environment") {
-        skua_submit::environment_v2_pairs(&v2).map_err(|e| format!("Environment: {e}"))?
+        args_env::env_v2_pairs(&v2, DoubleQuotes::Ordinary)
+            .map_err(|e| format!("Environment: {e}"))?
     } else if let Some(v1) = string_attr(job, "Env") {
-        skua_submit::env_v1_pairs(&v1).map_err(|e| format!("Env: {e}"))?
+        args_env::env_v1_pairs(&v1).map_err(|e| format!("Env: {e}"))?
     } else {
         Vec::new()
     };

@@ -1,4 +1,6 @@
-//! Arguments and environment: HTCondor's old and new (V2) syntaxes.
+//! Arguments and environment in the submit language; the V2 and V1 syntax
+//! itself is `classad::args_env`, shared with the ClassAd functions and the
+//! starter.
 //!
 //! * Old arguments (no surrounding `"`): kept as written in `Args`; `\"` stands for a quote and
 //!   a bare `"` is an error.
@@ -7,120 +9,16 @@
 //! * Environment: new syntax as for arguments, each word `NAME=value`; old syntax `;`-separated
 //!   `NAME=value` entries. Both end up in V2 form in `Environment`.
 
+use classad::args_env::{self, DoubleQuotes};
+
 /// Splits the inside of a new-syntax (double-quoted) value into words.
 pub(crate) fn split_v2(body: &str) -> Result<Vec<String>, String> {
-    split_v2_with(body, false)
-}
-
-/// Splits a V2 value as stored in a job ad (`Arguments`, `Environment`):
-/// like [`split_v2`], but a `"` is an ordinary character (the submit
-/// file's `""` escape is already resolved there).
-pub(crate) fn split_v2_raw(text: &str) -> Result<Vec<String>, String> {
-    split_v2_with(text, true)
-}
-
-fn split_v2_with(body: &str, raw: bool) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut have = false;
-    let mut chars = body.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                have = true;
-                let start_rest: String = chars.clone().collect();
-                loop {
-                    match chars.next() {
-                        None => {
-                            return Err(format!("unbalanced quote starting here: '{start_rest}"));
-                        }
-                        Some('\'') => {
-                            if chars.peek() == Some(&'\'') {
-                                chars.next();
-                                cur.push('\'');
-                            } else {
-                                break;
-                            }
-                        }
-                        Some('"') => {
-                            if !raw && chars.peek() == Some(&'"') {
-                                chars.next();
-                            }
-                            cur.push('"');
-                        }
-                        Some(other) => cur.push(other),
-                    }
-                }
-            }
-            '"' if raw => {
-                cur.push('"');
-                have = true;
-            }
-            '"' => {
-                if chars.peek() == Some(&'"') {
-                    chars.next();
-                    cur.push('"');
-                    have = true;
-                } else {
-                    return Err("unescaped double quote inside a quoted value".to_string());
-                }
-            }
-            c if c == ' ' || c == '\t' || c == '\n' || c == '\r' => {
-                if have {
-                    words.push(std::mem::take(&mut cur));
-                    have = false;
-                }
-            }
-            other => {
-                cur.push(other);
-                have = true;
-            }
-        }
-    }
-    if have {
-        words.push(cur);
-    }
-    Ok(words)
-}
-
-/// One word in V2 form: whitespace and `'` are put inside single quotes (a `'` doubled), an
-/// empty word is `''`.
-pub(crate) fn quote_v2_word(word: &str, out: &mut String) {
-    if word.is_empty() {
-        out.push_str("''");
-        return;
-    }
-    let mut in_quote = false;
-    for c in word.chars() {
-        let special = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\'';
-        if special && !in_quote {
-            out.push('\'');
-            in_quote = true;
-        } else if !special && in_quote {
-            out.push('\'');
-            in_quote = false;
-        }
-        if c == '\'' {
-            out.push_str("''");
-        } else {
-            out.push(c);
-        }
-    }
-    if in_quote {
-        out.push('\'');
-    }
+    args_env::v2_words(body, DoubleQuotes::Doubled).map_err(|e| e.to_string())
 }
 
 /// Words joined in V2 form.
 pub(crate) fn join_v2<S: AsRef<str>>(words: &[S]) -> String {
-    let mut out = String::new();
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        quote_v2_word(w.as_ref(), &mut out);
-    }
-    out
+    args_env::join_v2_text(words)
 }
 
 /// Whether a value is in the new (double-quoted) syntax.
@@ -161,37 +59,18 @@ pub(crate) fn arguments(value: &str) -> Result<(bool, String), String> {
             }
         }
         // The words are what counts: runs of whitespace become one space.
-        let words: Vec<&str> = out
-            .split([' ', '\t', '\n', '\r'])
-            .filter(|w| !w.is_empty())
-            .collect();
-        Ok((false, words.join(" ")))
+        Ok((false, args_env::v1_words(&out).join(" ")))
     }
 }
 
 /// The environment command as `(name, value)` pairs in the order written.
 pub(crate) fn environment(value: &str) -> Result<Vec<(String, String)>, String> {
-    let entries: Vec<String> = if is_v2(value) {
-        split_v2(v2_body(value)?)?
+    let pairs = if is_v2(value) {
+        args_env::env_v2_pairs(v2_body(value)?, DoubleQuotes::Doubled)
     } else {
-        value
-            .split(';')
-            .map(|e| e.trim_start_matches([' ', '\t']).to_string())
-            .filter(|e| !e.is_empty())
-            .collect()
+        args_env::env_v1_pairs(value)
     };
-    let mut out = Vec::new();
-    for e in entries {
-        match e.split_once('=') {
-            Some((name, val)) if !name.is_empty() => out.push((name.to_string(), val.to_string())),
-            _ => {
-                return Err(format!(
-                    "environment entry \"{e}\" is not of the form NAME=value"
-                ))
-            }
-        }
-    }
-    Ok(out)
+    pairs.map_err(|e| e.to_string())
 }
 
 /// `getenv` patterns (`*` wildcards, `!` negation, case-insensitive) applied to a name: the
@@ -252,7 +131,8 @@ mod tests {
         ];
         for (input, words) in cases {
             let (_, stored) = arguments(input).unwrap();
-            assert_eq!(split_v2_raw(&stored).unwrap(), words, "{input}");
+            let back = args_env::v2_words(&stored, DoubleQuotes::Ordinary).unwrap();
+            assert_eq!(back, words, "{input}");
         }
     }
 

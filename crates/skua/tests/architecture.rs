@@ -58,13 +58,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "skua-starter",
-        &[
-            "classad",
-            "skua-submit",
-            "skua-proto",
-            "skua-net",
-            "skua-daemon",
-        ],
+        &["classad", "skua-proto", "skua-net", "skua-daemon"],
     ),
     (
         "skua-daemon",

@@ -322,7 +322,7 @@ fn unresolved(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
         None => None,
         Some(p) => match ev.eval_in(p, cur) {
             Val::Str(s) => {
-                match super::condor::compile_regex(&s, "(*NOTEMPTY)", true, false, false, false) {
+                match super::support::compile_regex(&s, "(*NOTEMPTY)", true, false, false, false) {
                     Some(re) => Some(re),
                     None => return Val::Error,
                 }
@@ -404,7 +404,7 @@ impl RefCollector<'_> {
                 Some(root) => self.follow(root, n),
                 None => false,
             },
-            Expr::Select(base, n) => match super::condor::eval_contained(self.ev, base, cur) {
+            Expr::Select(base, n) => match super::support::eval_contained(self.ev, base, cur) {
                 Val::Undefined => {
                     self.add(format!("{}.{}", crate::unparse::unparse(base), n.as_str()));
                     true

@@ -11,14 +11,19 @@ use std::sync::OnceLock;
 use crate::ast::Expr;
 use crate::eval::{Evaluator, FrameId, Val};
 
-mod condor;
+mod args_env;
 mod list;
 mod math;
 mod misc;
+mod nested;
 mod regex;
+mod split;
 mod string;
+mod string_lists;
+mod support;
 mod time;
 mod types;
+mod user_db;
 
 /// The signature of a builtin: the evaluator, the unevaluated arguments and
 /// the current scope.
@@ -48,7 +53,11 @@ fn table() -> &'static Table {
             list::FUNCS,
             math::FUNCS,
             time::FUNCS,
-            condor::FUNCS,
+            string_lists::FUNCS,
+            split::FUNCS,
+            args_env::FUNCS,
+            nested::FUNCS,
+            user_db::FUNCS,
             &[("\0version_miscased", version_miscased as Builtin)],
         ] {
             for (name, f) in family {
