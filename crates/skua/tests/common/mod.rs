@@ -342,6 +342,10 @@ pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
     wait_for("the slots", Duration::from_secs(30), || {
         pool.ok(&["status", "-af", "Name"]).lines().count() == want
     });
+    // the schedd advertises once it listens: tests submit at once
+    wait_for("the schedd", Duration::from_secs(30), || {
+        !pool.ok(&["status", "-schedd", "-af", "Name"]).trim().is_empty()
+    });
     pool
 }
 
