@@ -342,6 +342,11 @@ pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
     wait_for("the slots", Duration::from_secs(30), || {
         pool.ok(&["status", "-af", "Name"]).lines().count() == want
     });
+    // `skua submit` finds the schedd by its address file, which may come
+    // after the startd's ads
+    wait_for("the schedd's address file", Duration::from_secs(30), || {
+        pool.dir.join("spool/.schedd_address").exists()
+    });
     pool
 }
 
