@@ -15,9 +15,9 @@ use classad::ClassAd;
 use skua_daemon::{now_secs, DaemonContext};
 use skua_net::routing::post;
 use skua_net::{
-    json_array_response, ApiError, Caller, Json, Listener, Response, Routes, Server, State,
+    json_array_response, ApiError, Caller, Json, JsonStream, Listener, Routes, Server, State,
 };
-use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query};
+use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query, QueryReply};
 use tokio::sync::watch;
 
 use crate::store::{select_ads, AdStore, AdType, StoreConfig, TypeFilter};
@@ -66,7 +66,10 @@ async fn invalidate(
     Json(Ack {})
 }
 
-async fn query(State(store): State<Shared>, Json(q): Json<Query>) -> Result<Response, ApiError> {
+async fn query(
+    State(store): State<Shared>,
+    Json(q): Json<Query>,
+) -> Result<JsonStream<QueryReply>, ApiError> {
     let constraint = q
         .constraint
         .as_deref()
@@ -93,10 +96,10 @@ async fn query(State(store): State<Shared>, Json(q): Json<Query>) -> Result<Resp
     .ok_or_else(|| ApiError::internal("the query was cancelled"))?;
     // a `QueryReply`, each ad unparsed as the connection takes it: the
     // reply is never built whole in memory
-    Ok(json_array_response(
+    Ok(JsonStream::new(json_array_response(
         "ads",
         ads.into_iter().map(|ad| classad::unparse_ad(&ad)),
-    ))
+    )))
 }
 
 /// The collector's own ad.

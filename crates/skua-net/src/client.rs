@@ -16,7 +16,10 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use skua_proto::{routes, ErrorBody, ErrorCode, Route, WhoAmI, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use skua_proto::{
+    routes, ErrorBody, ErrorCode, RawBytes, Route, RouteSpec, WhoAmI, PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+};
 use std::sync::atomic::Ordering;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -220,14 +223,31 @@ impl Client {
         self.call(Method::POST, path, Some(body)).await
     }
 
-    /// Calls a protocol route with its method.
+    /// Calls a protocol route with its method, sending the route's request
+    /// and decoding its reply: a caller expecting another reply does not
+    /// compile.
+    ///
+    /// ```no_run
+    /// # async fn f(c: &skua_net::Client, q: skua_net::proto::Query) -> Result<(), skua_net::NetError> {
+    /// use skua_net::proto::{routes, QueryReply};
+    /// let reply: QueryReply = c.command(&routes::COLLECTOR_QUERY, Some(&q)).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail,E0308
+    /// # async fn f(c: &skua_net::Client, q: skua_net::proto::Query) -> Result<(), skua_net::NetError> {
+    /// use skua_net::proto::{routes, Ack};
+    /// // the collector answers a query with a `QueryReply`, not an `Ack`
+    /// let reply: Ack = c.command(&routes::COLLECTOR_QUERY, Some(&q)).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn command<Req, Resp>(
         &self,
-        route: &Route,
+        route: &Route<Req, Resp>,
         body: Option<&Req>,
     ) -> Result<Resp, NetError>
     where
-        Req: Serialize + ?Sized,
+        Req: Serialize,
         Resp: DeserializeOwned,
     {
         let method = route_method(route)?;
@@ -236,7 +256,7 @@ impl Client {
 
     /// `GET /hello`: who the server thinks we are.
     pub async fn hello(&self) -> Result<WhoAmI, NetError> {
-        self.get(routes::HELLO.path).await
+        self.command(&routes::HELLO, None).await
     }
 
     fn request(&self, method: &Method, path: &str, body: &Option<Bytes>) -> Request<Full<Bytes>> {
@@ -357,9 +377,9 @@ impl Client {
     /// [`NetError::Remote`]. The client's timeout bounds connecting, the
     /// reply's head, and each wait for the next chunk (the transfer may
     /// take as long as it keeps moving). `dest` is flushed at the end.
-    pub async fn download<Req: Serialize + ?Sized>(
+    pub async fn download<Req: Serialize>(
         &self,
-        route: &Route,
+        route: &Route<Req, RawBytes>,
         req: &Req,
         dest: &mut (impl AsyncWrite + Unpin),
     ) -> Result<u64, NetError> {
@@ -430,7 +450,7 @@ impl Client {
     /// progress (no bytes sent, no reply).
     pub async fn upload<Resp: DeserializeOwned>(
         &self,
-        route: &Route,
+        route: &Route<RawBytes, Resp>,
         header: (&str, String),
         src: impl AsyncRead + Send + Unpin + 'static,
         len: u64,
@@ -587,7 +607,7 @@ impl Client {
     }
 }
 
-fn route_method(route: &Route) -> Result<Method, NetError> {
+fn route_method(route: &RouteSpec) -> Result<Method, NetError> {
     Method::from_bytes(route.method.as_bytes())
         .map_err(|_| NetError::Config(format!("bad method `{}`", route.method)))
 }

@@ -21,6 +21,7 @@
 
 mod client;
 mod error;
+mod handler;
 mod identity;
 mod limits;
 mod policy;
@@ -31,6 +32,7 @@ mod token;
 
 pub use client::{Client, Endpoint};
 pub use error::NetError;
+pub use handler::{JsonStream, Reply, RequestOf, Typed, TypedHandler};
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };
@@ -53,10 +55,18 @@ pub use skua_proto::{AuthLevel, AuthMethod, ErrorBody, ErrorCode};
 /// What a handler needs to take a raw body and headers and to answer with
 /// one: the request body, the headers, a response.
 pub use axum::body::Body;
+/// `State`, so daemons need no direct axum dependency for ordinary
+/// handlers.
+pub use axum::extract::State;
 pub use axum::response::{IntoResponse, Response};
-/// axum's routing helpers (`get`, `post`, ...) and `State`, so daemons
-/// need no direct axum dependency for ordinary handlers.
-pub use axum::{extract::State, routing};
 pub use http::HeaderMap;
+/// Handlers for [`Routes`]: [`routing::post`] types an `async fn` with the
+/// messages of the protocol route it serves (see [`Typed`]); axum's `get`
+/// and `MethodRouter` for untyped routes.
+pub mod routing {
+    pub use crate::handler::post;
+    pub use axum::routing::{get, MethodRouter};
+}
+
 /// HTTP methods, for [`Client::call`].
 pub use http::Method;

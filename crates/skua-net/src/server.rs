@@ -58,6 +58,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
+use crate::handler::Typed;
 use crate::identity::local_identity;
 use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
 use crate::token::verify_token;
@@ -369,9 +370,9 @@ where
     /// bodies of at most [`routes::COMMAND_BODY_LIMIT`].
     /// Panics (like axum) if `path` is taken or malformed: routes are
     /// code, not input.
-    pub fn route(self, path: &str, level: AuthLevel, handler: MethodRouter<S>) -> Self {
+    pub fn route(self, path: &str, level: AuthLevel, handler: impl Into<MethodRouter<S>>) -> Self {
         let body = RequestBody::Buffered(routes::COMMAND_BODY_LIMIT);
-        self.add(path, Some(level), body, handler)
+        self.add(path, Some(level), body, handler.into())
     }
 
     /// [`Routes::route`] with another request body rule.
@@ -380,15 +381,45 @@ where
         path: &str,
         level: AuthLevel,
         body: RequestBody,
-        handler: MethodRouter<S>,
+        handler: impl Into<MethodRouter<S>>,
     ) -> Self {
-        self.add(path, Some(level), body, handler)
+        self.add(path, Some(level), body, handler.into())
     }
 
     /// Adds `handler` at a protocol route, at the level and with the body
-    /// limit the protocol declares for it.
-    pub fn command(self, route: &Route, handler: MethodRouter<S>) -> Self {
-        self.add(route.path, route.level, route.body, handler)
+    /// limit the protocol declares for it. The handler ([`crate::routing::post`]
+    /// of an `async fn`) must take the route's request and answer its
+    /// reply. Panics if the route is not a `POST` one: routes are code.
+    ///
+    /// ```
+    /// use skua_net::proto::{routes, Ack, AdUpdate};
+    /// use skua_net::{routing::post, Json, Routes};
+    /// async fn update(Json(_): Json<AdUpdate>) -> Json<Ack> {
+    ///     Json(Ack {})
+    /// }
+    /// let _ = Routes::<()>::new().command(&routes::COLLECTOR_UPDATE, post(update));
+    /// ```
+    ///
+    /// ```compile_fail,E0308
+    /// use skua_net::proto::{routes, Ack, AdUpdate};
+    /// use skua_net::{routing::post, Json, Routes};
+    /// async fn update(Json(_): Json<AdUpdate>) -> Json<Ack> {
+    ///     Json(Ack {})
+    /// }
+    /// // a query takes a `Query` and answers a `QueryReply`
+    /// let _ = Routes::<()>::new().command(&routes::COLLECTOR_QUERY, post(update));
+    /// ```
+    pub fn command<Req, Resp>(
+        self,
+        route: &Route<Req, Resp>,
+        handler: Typed<Req, Resp, S>,
+    ) -> Self {
+        assert_eq!(
+            route.method, "POST",
+            "{} is a {} route; typed handlers answer POST",
+            route.path, route.method
+        );
+        self.add(route.path, route.level, route.body, handler.router)
     }
 
     /// Supplies the state the handlers extract with `axum::extract::State`.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use serde::{Deserialize, Serialize};
-use skua_net::proto::{Ack, RequestBody, Route};
+use skua_net::proto::{Ack, RawBytes, RequestBody, Route};
 use skua_net::routing::post;
 use skua_net::{
     file_response, receive_file, ApiError, AuthLevel, Body, Client, Endpoint, ErrorCode, HeaderMap,
@@ -18,19 +18,19 @@ use skua_net::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const DOWNLOAD: Route = Route {
-    method: "POST",
-    path: "/file/get",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(skua_net::proto::routes::COMMAND_BODY_LIMIT),
-};
-const UPLOAD: Route = Route {
-    method: "POST",
-    path: "/file/put",
-    level: Some(AuthLevel::Daemon),
-    // uploads are streamed to their file, never buffered: no size limit
-    body: RequestBody::Streamed,
-};
+const DOWNLOAD: Route<Want, RawBytes> = Route::new(
+    "POST",
+    "/file/get",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(skua_net::proto::routes::COMMAND_BODY_LIMIT),
+);
+// uploads are streamed to their file, never buffered: no size limit
+const UPLOAD: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/file/put",
+    Some(AuthLevel::Daemon),
+    RequestBody::Streamed,
+);
 const META: &str = "Skua-Transfer";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ pub use negotiator::{
     MatchInfo, Matches, Reschedule, ResourceRequest, ResourceRequests, ResourceRequestsReply,
     UserPrioChange, UserPrioEdit, UserPrioQuery, UserPrioRecord, UserPrioReply,
 };
-pub use routes::{RequestBody, Route};
+pub use routes::{RawBytes, RequestBody, Route, RouteSpec};
 pub use schedd::{
     BatchRow, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,

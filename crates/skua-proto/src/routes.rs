@@ -1,7 +1,19 @@
 //! One path per command, with the method, the authorization level the
 //! server requires for it, and the largest request body it accepts.
 
-use crate::AuthLevel;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Deref;
+
+use crate::{
+    Ack, ActivateRequest, AdUpdate, AuthLevel, BeginReply, ClaimAlive, ClaimReply, ClaimRequest,
+    ClaimStatus, CommandReply, DaemonCommand, DeactivateRequest, DrainRequest, InputFileRequest,
+    Invalidate, JobAction, JobActionReply, JobExit, JobQuery, JobQueryReply, JobUpdate,
+    MatchNotice, Matches, NewCluster, NewClusterReply, Query, QueryReply, ReleaseRequest,
+    Reschedule, ResourceRequests, ResourceRequestsReply, SetAttribute, ShadowBegin, SlotStates,
+    StarterGone, Submit, SubmitReply, UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest,
+    WhoAmI,
+};
 
 /// Largest request body of a command or a query (a job action, a
 /// collector or queue query, a claim keep-alive): 1 MiB.
@@ -35,9 +47,9 @@ impl RequestBody {
     }
 }
 
-/// A command's place in the protocol.
+/// A command's place in the protocol, whatever its messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct RouteSpec {
     /// The HTTP method, `"GET"` or `"POST"`.
     pub method: &'static str,
     /// The path.
@@ -50,292 +62,366 @@ pub struct Route {
     pub body: RequestBody,
 }
 
+/// A command's place in the protocol with the message it takes (`Req`)
+/// and the one it answers (`Resp`): skua-net's client call returns a
+/// `Resp` and its server registration takes a handler of `Req` answering
+/// `Resp`, so a caller expecting another reply does not compile. Its
+/// [`RouteSpec`] (method, path, level, body) is reached through `Deref`.
+/// [`RawBytes`] stands for a body that is a file's bytes rather than JSON.
+pub struct Route<Req, Resp> {
+    spec: RouteSpec,
+    messages: PhantomData<fn(Req) -> Resp>,
+}
+
+impl<Req, Resp> Route<Req, Resp> {
+    /// A route at `path` with `method` (`"GET"` or `"POST"`), callable by
+    /// those holding `level` (`None`: any identified caller), taking its
+    /// request body as `body` says.
+    pub const fn new(
+        method: &'static str,
+        path: &'static str,
+        level: Option<AuthLevel>,
+        body: RequestBody,
+    ) -> Self {
+        Route {
+            spec: RouteSpec {
+                method,
+                path,
+                level,
+                body,
+            },
+            messages: PhantomData,
+        }
+    }
+
+    /// The route without its message types.
+    pub const fn spec(&self) -> RouteSpec {
+        self.spec
+    }
+}
+
+impl<Req, Resp> Deref for Route<Req, Resp> {
+    type Target = RouteSpec;
+
+    fn deref(&self) -> &RouteSpec {
+        &self.spec
+    }
+}
+
+impl<Req, Resp> Clone for Route<Req, Resp> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Req, Resp> Copy for Route<Req, Resp> {}
+
+impl<Req, Resp> fmt::Debug for Route<Req, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} ({} -> {})",
+            self.spec.method,
+            self.spec.path,
+            std::any::type_name::<Req>(),
+            std::any::type_name::<Resp>()
+        )
+    }
+}
+
+/// The message of a route whose body is a file's bytes
+/// (`application/octet-stream`), not JSON: the reply of
+/// [`SHADOW_INPUT_FILE`], the request of [`SHADOW_OUTPUT_FILE`]. No value
+/// of it exists; it only names the kind of body.
+#[derive(Debug)]
+pub enum RawBytes {}
+
 /// `GET /hello` → [`crate::WhoAmI`]. Served by every daemon.
-pub const HELLO: Route = Route {
-    method: "GET",
-    path: "/hello",
-    level: None,
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const HELLO: Route<(), WhoAmI> = Route::new(
+    "GET",
+    "/hello",
+    None,
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /collector/update` with [`crate::AdUpdate`] → [`crate::Ack`].
 /// DAEMON, as HTCondor's `ADVERTISE_*` levels default to DAEMON's lists.
-pub const COLLECTOR_UPDATE: Route = Route {
-    method: "POST",
-    path: "/collector/update",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const COLLECTOR_UPDATE: Route<AdUpdate, Ack> = Route::new(
+    "POST",
+    "/collector/update",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /collector/invalidate` with [`crate::Invalidate`] → [`crate::Ack`].
-pub const COLLECTOR_INVALIDATE: Route = Route {
-    method: "POST",
-    path: "/collector/invalidate",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const COLLECTOR_INVALIDATE: Route<Invalidate, Ack> = Route::new(
+    "POST",
+    "/collector/invalidate",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /collector/query` with [`crate::Query`] → [`crate::QueryReply`].
-pub const COLLECTOR_QUERY: Route = Route {
-    method: "POST",
-    path: "/collector/query",
-    level: Some(AuthLevel::Read),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const COLLECTOR_QUERY: Route<Query, QueryReply> = Route::new(
+    "POST",
+    "/collector/query",
+    Some(AuthLevel::Read),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /master/command` with [`crate::DaemonCommand`] →
 /// [`crate::CommandReply`].
-pub const MASTER_COMMAND: Route = Route {
-    method: "POST",
-    path: "/master/command",
-    level: Some(AuthLevel::Administrator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const MASTER_COMMAND: Route<DaemonCommand, CommandReply> = Route::new(
+    "POST",
+    "/master/command",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/new_cluster` with [`crate::NewCluster`] →
 /// [`crate::NewClusterReply`].
-pub const SCHEDD_NEW_CLUSTER: Route = Route {
-    method: "POST",
-    path: "/schedd/new_cluster",
-    level: Some(AuthLevel::Write),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SCHEDD_NEW_CLUSTER: Route<NewCluster, NewClusterReply> = Route::new(
+    "POST",
+    "/schedd/new_cluster",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/submit` with [`crate::Submit`] → [`crate::SubmitReply`].
-pub const SCHEDD_SUBMIT: Route = Route {
-    method: "POST",
-    path: "/schedd/submit",
-    level: Some(AuthLevel::Write),
-    body: RequestBody::Buffered(BULK_BODY_LIMIT),
-};
+pub const SCHEDD_SUBMIT: Route<Submit, SubmitReply> = Route::new(
+    "POST",
+    "/schedd/submit",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(BULK_BODY_LIMIT),
+);
 
 /// `POST /schedd/query` with [`crate::JobQuery`] → [`crate::JobQueryReply`].
-pub const SCHEDD_QUERY: Route = Route {
-    method: "POST",
-    path: "/schedd/query",
-    level: Some(AuthLevel::Read),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SCHEDD_QUERY: Route<JobQuery, JobQueryReply> = Route::new(
+    "POST",
+    "/schedd/query",
+    Some(AuthLevel::Read),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/history` with [`crate::JobQuery`] →
 /// [`crate::JobQueryReply`].
-pub const SCHEDD_HISTORY: Route = Route {
-    method: "POST",
-    path: "/schedd/history",
-    level: Some(AuthLevel::Read),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SCHEDD_HISTORY: Route<JobQuery, JobQueryReply> = Route::new(
+    "POST",
+    "/schedd/history",
+    Some(AuthLevel::Read),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/act` with [`crate::JobAction`] → [`crate::JobActionReply`].
 /// WRITE; the schedd further limits a non-administrator to their own jobs.
-pub const SCHEDD_ACT: Route = Route {
-    method: "POST",
-    path: "/schedd/act",
-    level: Some(AuthLevel::Write),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SCHEDD_ACT: Route<JobAction, JobActionReply> = Route::new(
+    "POST",
+    "/schedd/act",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/set_attribute` with [`crate::SetAttribute`] →
 /// [`crate::JobActionReply`].
-pub const SCHEDD_SET_ATTRIBUTE: Route = Route {
-    method: "POST",
-    path: "/schedd/set_attribute",
-    level: Some(AuthLevel::Write),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const SCHEDD_SET_ATTRIBUTE: Route<SetAttribute, JobActionReply> = Route::new(
+    "POST",
+    "/schedd/set_attribute",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /schedd/resource_requests` with [`crate::ResourceRequests`] →
 /// [`crate::ResourceRequestsReply`].
-pub const SCHEDD_RESOURCE_REQUESTS: Route = Route {
-    method: "POST",
-    path: "/schedd/resource_requests",
-    level: Some(AuthLevel::Negotiator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SCHEDD_RESOURCE_REQUESTS: Route<ResourceRequests, ResourceRequestsReply> = Route::new(
+    "POST",
+    "/schedd/resource_requests",
+    Some(AuthLevel::Negotiator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /schedd/matches` with [`crate::Matches`] → [`crate::Ack`].
-pub const SCHEDD_MATCHES: Route = Route {
-    method: "POST",
-    path: "/schedd/matches",
-    level: Some(AuthLevel::Negotiator),
-    body: RequestBody::Buffered(BULK_BODY_LIMIT),
-};
+pub const SCHEDD_MATCHES: Route<Matches, Ack> = Route::new(
+    "POST",
+    "/schedd/matches",
+    Some(AuthLevel::Negotiator),
+    RequestBody::Buffered(BULK_BODY_LIMIT),
+);
 
 /// `POST /negotiator/reschedule` with [`crate::Reschedule`] → [`crate::Ack`].
-pub const NEGOTIATOR_RESCHEDULE: Route = Route {
-    method: "POST",
-    path: "/negotiator/reschedule",
-    level: Some(AuthLevel::Write),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const NEGOTIATOR_RESCHEDULE: Route<Reschedule, Ack> = Route::new(
+    "POST",
+    "/negotiator/reschedule",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /negotiator/userprio` with [`crate::UserPrioQuery`] →
 /// [`crate::UserPrioReply`].
-pub const NEGOTIATOR_USERPRIO: Route = Route {
-    method: "POST",
-    path: "/negotiator/userprio",
-    level: Some(AuthLevel::Read),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const NEGOTIATOR_USERPRIO: Route<UserPrioQuery, UserPrioReply> = Route::new(
+    "POST",
+    "/negotiator/userprio",
+    Some(AuthLevel::Read),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /negotiator/userprio_edit` with [`crate::UserPrioEdit`] →
 /// [`crate::Ack`].
-pub const NEGOTIATOR_USERPRIO_EDIT: Route = Route {
-    method: "POST",
-    path: "/negotiator/userprio_edit",
-    level: Some(AuthLevel::Administrator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const NEGOTIATOR_USERPRIO_EDIT: Route<UserPrioEdit, Ack> = Route::new(
+    "POST",
+    "/negotiator/userprio_edit",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/match` with [`crate::MatchNotice`] → [`crate::Ack`].
-pub const STARTD_MATCH: Route = Route {
-    method: "POST",
-    path: "/startd/match",
-    level: Some(AuthLevel::Negotiator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_MATCH: Route<MatchNotice, Ack> = Route::new(
+    "POST",
+    "/startd/match",
+    Some(AuthLevel::Negotiator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/claim` with [`crate::ClaimRequest`] → [`crate::ClaimReply`].
-pub const STARTD_CLAIM: Route = Route {
-    method: "POST",
-    path: "/startd/claim",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const STARTD_CLAIM: Route<ClaimRequest, ClaimReply> = Route::new(
+    "POST",
+    "/startd/claim",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /startd/activate` with [`crate::ActivateRequest`] → [`crate::Ack`].
-pub const STARTD_ACTIVATE: Route = Route {
-    method: "POST",
-    path: "/startd/activate",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const STARTD_ACTIVATE: Route<ActivateRequest, Ack> = Route::new(
+    "POST",
+    "/startd/activate",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /startd/deactivate` with [`crate::DeactivateRequest`] →
 /// [`crate::Ack`].
-pub const STARTD_DEACTIVATE: Route = Route {
-    method: "POST",
-    path: "/startd/deactivate",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_DEACTIVATE: Route<DeactivateRequest, Ack> = Route::new(
+    "POST",
+    "/startd/deactivate",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/release` with [`crate::ReleaseRequest`] → [`crate::Ack`].
-pub const STARTD_RELEASE: Route = Route {
-    method: "POST",
-    path: "/startd/release",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_RELEASE: Route<ReleaseRequest, Ack> = Route::new(
+    "POST",
+    "/startd/release",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/alive` with [`crate::ClaimAlive`] → [`crate::ClaimStatus`].
-pub const STARTD_ALIVE: Route = Route {
-    method: "POST",
-    path: "/startd/alive",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_ALIVE: Route<ClaimAlive, ClaimStatus> = Route::new(
+    "POST",
+    "/startd/alive",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/vacate` with [`crate::VacateRequest`] →
 /// [`crate::SlotStates`].
-pub const STARTD_VACATE: Route = Route {
-    method: "POST",
-    path: "/startd/vacate",
-    level: Some(AuthLevel::Administrator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_VACATE: Route<VacateRequest, SlotStates> = Route::new(
+    "POST",
+    "/startd/vacate",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /startd/drain` with [`crate::DrainRequest`] → [`crate::SlotStates`].
-pub const STARTD_DRAIN: Route = Route {
-    method: "POST",
-    path: "/startd/drain",
-    level: Some(AuthLevel::Administrator),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const STARTD_DRAIN: Route<DrainRequest, SlotStates> = Route::new(
+    "POST",
+    "/startd/drain",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /shadow/begin` with [`crate::ShadowBegin`] → [`crate::BeginReply`].
-pub const SHADOW_BEGIN: Route = Route {
-    method: "POST",
-    path: "/shadow/begin",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SHADOW_BEGIN: Route<ShadowBegin, BeginReply> = Route::new(
+    "POST",
+    "/shadow/begin",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /shadow/input_file` with [`crate::InputFileRequest`] → the file's
 /// bytes (`application/octet-stream`).
-pub const SHADOW_INPUT_FILE: Route = Route {
-    method: "POST",
-    path: "/shadow/input_file",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SHADOW_INPUT_FILE: Route<InputFileRequest, RawBytes> = Route::new(
+    "POST",
+    "/shadow/input_file",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// `POST /shadow/output_file` with an [`crate::OutputFileMeta`] in the
 /// [`crate::TRANSFER_HEADER`] header and the file's bytes as body →
 /// [`crate::Ack`].
-pub const SHADOW_OUTPUT_FILE: Route = Route {
-    method: "POST",
-    path: "/shadow/output_file",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Streamed,
-};
+pub const SHADOW_OUTPUT_FILE: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/shadow/output_file",
+    Some(AuthLevel::Daemon),
+    RequestBody::Streamed,
+);
 
 /// `POST /shadow/update` with [`crate::JobUpdate`] → [`crate::Ack`].
-pub const SHADOW_UPDATE: Route = Route {
-    method: "POST",
-    path: "/shadow/update",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const SHADOW_UPDATE: Route<JobUpdate, Ack> = Route::new(
+    "POST",
+    "/shadow/update",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /shadow/exit` with [`crate::JobExit`] → [`crate::Ack`].
-pub const SHADOW_EXIT: Route = Route {
-    method: "POST",
-    path: "/shadow/exit",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(AD_BODY_LIMIT),
-};
+pub const SHADOW_EXIT: Route<JobExit, Ack> = Route::new(
+    "POST",
+    "/shadow/exit",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
 
 /// `POST /shadow/starter_gone` with [`crate::StarterGone`] → [`crate::Ack`].
-pub const SHADOW_STARTER_GONE: Route = Route {
-    method: "POST",
-    path: "/shadow/starter_gone",
-    level: Some(AuthLevel::Daemon),
-    body: RequestBody::Buffered(COMMAND_BODY_LIMIT),
-};
+pub const SHADOW_STARTER_GONE: Route<StarterGone, Ack> = Route::new(
+    "POST",
+    "/shadow/starter_gone",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
 
 /// Every route defined so far.
-pub const ALL: &[Route] = &[
-    HELLO,
-    COLLECTOR_UPDATE,
-    COLLECTOR_INVALIDATE,
-    COLLECTOR_QUERY,
-    MASTER_COMMAND,
-    SCHEDD_NEW_CLUSTER,
-    SCHEDD_SUBMIT,
-    SCHEDD_QUERY,
-    SCHEDD_HISTORY,
-    SCHEDD_ACT,
-    SCHEDD_SET_ATTRIBUTE,
-    SCHEDD_RESOURCE_REQUESTS,
-    SCHEDD_MATCHES,
-    NEGOTIATOR_RESCHEDULE,
-    NEGOTIATOR_USERPRIO,
-    NEGOTIATOR_USERPRIO_EDIT,
-    STARTD_MATCH,
-    STARTD_CLAIM,
-    STARTD_ACTIVATE,
-    STARTD_DEACTIVATE,
-    STARTD_RELEASE,
-    STARTD_ALIVE,
-    STARTD_VACATE,
-    STARTD_DRAIN,
-    SHADOW_BEGIN,
-    SHADOW_INPUT_FILE,
-    SHADOW_OUTPUT_FILE,
-    SHADOW_UPDATE,
-    SHADOW_EXIT,
-    SHADOW_STARTER_GONE,
+pub const ALL: &[RouteSpec] = &[
+    HELLO.spec(),
+    COLLECTOR_UPDATE.spec(),
+    COLLECTOR_INVALIDATE.spec(),
+    COLLECTOR_QUERY.spec(),
+    MASTER_COMMAND.spec(),
+    SCHEDD_NEW_CLUSTER.spec(),
+    SCHEDD_SUBMIT.spec(),
+    SCHEDD_QUERY.spec(),
+    SCHEDD_HISTORY.spec(),
+    SCHEDD_ACT.spec(),
+    SCHEDD_SET_ATTRIBUTE.spec(),
+    SCHEDD_RESOURCE_REQUESTS.spec(),
+    SCHEDD_MATCHES.spec(),
+    NEGOTIATOR_RESCHEDULE.spec(),
+    NEGOTIATOR_USERPRIO.spec(),
+    NEGOTIATOR_USERPRIO_EDIT.spec(),
+    STARTD_MATCH.spec(),
+    STARTD_CLAIM.spec(),
+    STARTD_ACTIVATE.spec(),
+    STARTD_DEACTIVATE.spec(),
+    STARTD_RELEASE.spec(),
+    STARTD_ALIVE.spec(),
+    STARTD_VACATE.spec(),
+    STARTD_DRAIN.spec(),
+    SHADOW_BEGIN.spec(),
+    SHADOW_INPUT_FILE.spec(),
+    SHADOW_OUTPUT_FILE.spec(),
+    SHADOW_UPDATE.spec(),
+    SHADOW_EXIT.spec(),
+    SHADOW_STARTER_GONE.spec(),
 ];
 
 #[cfg(test)]

@@ -172,7 +172,9 @@ fn a_suspended_job_is_frozen_with_its_escaped_processes() {
         q_af(&pool, "JobStatus") == "7" && events().contains("frozen 1")
     });
     let ticks = cpu_ticks(escaped).unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    // the startd's own ad, published 2 s on by its clock (at least 1 s),
+    // still shows the slot Suspended
+    pool.wait_suspended_until(common::unix_now() + 2, Duration::from_secs(20));
     assert_eq!(
         cpu_ticks(escaped).unwrap(),
         ticks,

@@ -135,7 +135,15 @@ fn signals_rank_and_an_unmatchable_job() {
         &work,
         "executable = /bin/true\nrequest_disk = 1024\nrequest_memory = 100000000\nqueue\n",
     );
-    std::thread::sleep(Duration::from_secs(3));
+    // a negotiation cycle begun after the submission sees the job (the
+    // only idle one) and finds no slot for it
+    let cycles = pool.wait_for_cycles(
+        "a cycle rejecting the job",
+        1,
+        Duration::from_secs(30),
+        |c| c.idle_jobs >= 1 && c.rejections >= 1,
+    );
+    assert!(cycles.iter().all(|c| c.matches == 0), "{cycles:?}");
     let st = pool.ok(&["q", &cluster, "-af", "JobStatus"]);
     assert_eq!(st.trim(), "1");
     let why = pool.ok(&["q", "-better-analyze", &format!("{cluster}.0")]);

@@ -138,7 +138,9 @@ fn desktop_owner_returns_then_leaves_the_job_continues_where_it_was() {
         "{status}"
     );
     let counted = std::fs::read_to_string(work.join("progress")).unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // the startd's own ad, published 3 s on by its clock (at least 2 s,
+    // two of the job's steps), still shows the slot Suspended
+    pool.wait_suspended_until(common::unix_now() + 3, Duration::from_secs(20));
     assert_eq!(
         std::fs::read_to_string(work.join("progress")).unwrap(),
         counted,

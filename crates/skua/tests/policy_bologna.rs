@@ -338,7 +338,15 @@ fn bologna_batch_system_policy() {
             running.len() == 2 && running.iter().all(|s| *s <= 2)
         },
     );
-    std::thread::sleep(Duration::from_secs(3));
+    // the third outside job, idle, is considered by cycles begun after
+    // that, and matched nowhere
+    let cycles = pool.wait_for_cycles(
+        "two cycles seeing the idle outside job",
+        2,
+        Duration::from_secs(30),
+        |c| c.idle_jobs >= 1,
+    );
+    assert!(cycles.iter().all(|c| c.matches == 0), "{cycles:?}");
     let running: Vec<u32> = [&outside, &foreign, &outside2]
         .iter()
         .filter_map(|id| running_on(&pool, id))
@@ -457,18 +465,13 @@ fn bologna_jobs_preempt_outside_jobs_and_never_the_reverse() {
 
     // 3: the outside user's better priority never evicts the BB job; its
     // idle jobs are considered cycle after cycle (NEGOTIATOR_INTERVAL = 1)
-    let cycles = |pool: &Pool| -> i64 {
-        pool.ok(&["status", "-negotiator", "-af", "LastNegotiationCycleEnd0"])
-            .trim()
-            .parse()
-            .unwrap_or(0)
-    };
-    let first = cycles(&pool);
-    wait_for(
-        "five more negotiation cycles",
+    let cycles = pool.wait_for_cycles(
+        "five cycles seeing the idle outside jobs",
+        5,
         Duration::from_secs(30),
-        || cycles(&pool) >= first + 5,
+        |c| c.idle_jobs >= 1,
     );
+    assert!(cycles.iter().all(|c| c.preemptions == 0), "{cycles:?}");
     assert!(matches!(running_on(&pool, &short), Some(1 | 2)));
     assert_eq!(starts(&pool, &short), 1, "the BB job was never evicted");
     pool.ok(&["rm", "-all"]);

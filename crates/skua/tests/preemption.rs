@@ -96,31 +96,17 @@ fn the_thrashing_guard_keeps_a_young_job() {
         "guard",
         "(CurrentTime - JobStart) > 3600 && RemoteUserPrio > SubmitterUserPrio * 1.2",
     );
-    // Several cycles consider alice's job and reject it.
-    let rejections = || {
-        pool.ok(&[
-            "status",
-            "-any",
-            "-constraint",
-            "MyType == \"Negotiator\"",
-            "-af",
-            "LastNegotiationCycleRejections0",
-        ])
-        .trim()
-        .parse::<i64>()
-        .unwrap_or(0)
-    };
-    let mut cycles = 0;
-    wait_for(
+    // Several cycles consider alice's job and reject it: the thrashing
+    // guard (bob's job is young) keeps alice from preempting it.
+    let cycles = pool.wait_for_cycles(
         "three cycles rejecting alice",
+        3,
         Duration::from_secs(60),
-        || {
-            if rejections() > 0 {
-                cycles += 1;
-                std::thread::sleep(Duration::from_secs(1));
-            }
-            cycles >= 3
-        },
+        |c| c.rejections > 0,
+    );
+    assert!(
+        cycles.iter().all(|c| c.matches == 0 && c.preemptions == 0),
+        "{cycles:?}"
     );
     assert_eq!(states(&pool), ["alice 1", "bob 2"]);
     pool.ok(&["rm", "-all"]);

@@ -342,9 +342,10 @@ pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
     wait_for("the slots", Duration::from_secs(30), || {
         pool.ok(&["status", "-af", "Name"]).lines().count() == want
     });
-    // the schedd advertises once it listens: tests submit at once
-    wait_for("the schedd", Duration::from_secs(30), || {
-        !pool.ok(&["status", "-schedd", "-af", "Name"]).trim().is_empty()
+    // `skua submit` finds the schedd by its address file, which may come
+    // after the startd's ads
+    wait_for("the schedd's address file", Duration::from_secs(30), || {
+        pool.dir.join("spool/.schedd_address").exists()
     });
     pool
 }
@@ -374,4 +375,117 @@ pub fn pids_of(pool: &Pool, role: &str) -> Vec<i32> {
         }
     }
     out
+}
+
+/// What the negotiator's ad says of its last cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cycle {
+    /// `LastNegotiationCycleEnd0`: when it ended (Unix seconds).
+    pub end: i64,
+    /// `LastNegotiationCycleNumIdleJobs0`: the idle jobs it saw.
+    pub idle_jobs: i64,
+    /// `LastNegotiationCycleRejections0`: the jobs it found no slot for.
+    pub rejections: i64,
+    /// `LastNegotiationCycleMatches0`: the matches it made.
+    pub matches: i64,
+    /// `LastNegotiationCyclePreemptions0`: the running jobs it preempted.
+    pub preemptions: i64,
+}
+
+impl Pool {
+    /// The negotiator's last cycle as its ad in the collector tells it,
+    /// `None` before the first.
+    pub fn last_cycle(&self) -> Option<Cycle> {
+        let out = self.ok(&[
+            "status",
+            "-negotiator",
+            "-af",
+            "LastNegotiationCycleEnd0",
+            "LastNegotiationCycleNumIdleJobs0",
+            "LastNegotiationCycleRejections0",
+            "LastNegotiationCycleMatches0",
+            "LastNegotiationCyclePreemptions0",
+        ]);
+        let n: Vec<i64> = out
+            .split_whitespace()
+            .map(|w| w.parse().ok())
+            .collect::<Option<_>>()?;
+        match n.as_slice() {
+            [end, idle_jobs, rejections, matches, preemptions] => Some(Cycle {
+                end: *end,
+                idle_jobs: *idle_jobs,
+                rejections: *rejections,
+                matches: *matches,
+                preemptions: *preemptions,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Waits for `n` negotiation cycles that each began after this call
+    /// and for which `counts` holds, and returns them. A cycle is known by
+    /// its end time (whole seconds) in the negotiator's ad: the first
+    /// cycle seen ending after this call may have begun before it, so it
+    /// is not counted; every later one began after that one ended (a
+    /// negotiator runs one cycle at a time). Use it where a test shows that
+    /// "nothing happens": the negotiator had its chances (and, with
+    /// `counts`, saw the jobs in question) and did nothing.
+    pub fn wait_for_cycles(
+        &self,
+        what: &str,
+        n: usize,
+        timeout: Duration,
+        counts: impl Fn(&Cycle) -> bool,
+    ) -> Vec<Cycle> {
+        // a cycle ending in this second or later ended after this call
+        let after_call = unix_now() + 1;
+        // the end of the newest cycle seen ending after the call
+        let mut newest: Option<i64> = None;
+        let mut seen: Vec<Cycle> = Vec::new();
+        wait_for(what, timeout, || {
+            if let Some(c) = self.last_cycle().filter(|c| c.end >= after_call) {
+                match newest {
+                    // the first: it may have begun before the call
+                    None => newest = Some(c.end),
+                    Some(end) if c.end > end => {
+                        newest = Some(c.end);
+                        if counts(&c) {
+                            seen.push(c);
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+            seen.len() >= n
+        });
+        seen
+    }
+
+    /// Waits until the startd's own ad of a slot, built at `until` (Unix
+    /// seconds) or later, still shows the slot Suspended. The startd
+    /// rebuilds its slot ads at every evaluation of its policy (each
+    /// `POLLING_INTERVAL`) with `MyCurrentTime` its time then: such an ad
+    /// shows that the policy, evaluated again at `until` or later, still
+    /// kept the slot suspended.
+    pub fn wait_suspended_until(&self, until: i64, timeout: Duration) {
+        wait_for("the slot still suspended later", timeout, || {
+            self.ok(&[
+                "status",
+                "-constraint",
+                "Activity == \"Suspended\"",
+                "-af",
+                "MyCurrentTime",
+            ])
+            .lines()
+            .filter_map(|l| l.trim().parse::<i64>().ok())
+            .any(|t| t >= until)
+        });
+    }
+}
+
+/// The time now, in Unix seconds (the daemons' clock on this host).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
