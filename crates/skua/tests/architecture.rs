@@ -8,7 +8,7 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str])] = &[
     // pure cores
     ("classad", &[]),
-    ("skua-config", &[]),
+    ("skua-config", &["classad"]),
     ("skua-queue", &["classad"]),
     ("skua-negotiation", &["classad"]),
     ("skua-submit", &["classad", "skua-config"]),
