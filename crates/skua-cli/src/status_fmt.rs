@@ -231,20 +231,17 @@ const BK_IDLE: usize = 8;
 
 /// The totals column a slot counts in, from its State.
 fn state_column(state: &str, backfill_slot: bool) -> Option<usize> {
-    let known = [
-        "Owner",
-        "Claimed",
-        "Unclaimed",
-        "Matched",
-        "Preempting",
-        "Drained",
-        "Backfill",
-    ];
-    let i = known.iter().position(|k| k.eq_ignore_ascii_case(state))? + 1;
-    Some(match (backfill_slot, i) {
-        (true, 3) => BK_IDLE,
-        (true, 2) => BACKFILL,
-        _ => i,
+    use skua_vocab::SlotState;
+    Some(match (SlotState::from_name(state)?, backfill_slot) {
+        (SlotState::Unclaimed, true) => BK_IDLE,
+        (SlotState::Claimed, true) => BACKFILL,
+        (SlotState::Owner, _) => 1,
+        (SlotState::Claimed, _) => 2,
+        (SlotState::Unclaimed, _) => 3,
+        (SlotState::Matched, _) => 4,
+        (SlotState::Preempting, _) => 5,
+        (SlotState::Drained, _) => 6,
+        (SlotState::Backfill, _) => BACKFILL,
     })
 }
 

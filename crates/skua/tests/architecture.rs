@@ -8,11 +8,12 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str])] = &[
     // pure cores
     ("classad", &[]),
+    ("skua-vocab", &[]),
     ("skua-config", &["classad"]),
-    ("skua-queue", &["classad"]),
-    ("skua-negotiation", &["classad"]),
+    ("skua-queue", &["classad", "skua-vocab"]),
+    ("skua-negotiation", &["classad", "skua-vocab"]),
     ("skua-submit", &["classad", "skua-config"]),
-    ("skua-slot", &["classad"]),
+    ("skua-slot", &["classad", "skua-vocab"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -75,6 +76,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "skua-cli",
         &[
             "classad",
+            "skua-vocab",
             "skua-config",
             "skua-submit",
             "skua-proto",
