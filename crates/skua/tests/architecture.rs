@@ -12,7 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("skua-config", &["classad"]),
     ("skua-queue", &["classad", "skua-vocab"]),
     ("skua-negotiation", &["classad", "skua-vocab"]),
-    ("skua-submit", &["classad", "skua-config"]),
+    ("skua-submit", &["classad", "skua-config", "skua-vocab"]),
     ("skua-slot", &["classad", "skua-vocab"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
