@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use classad::{ClassAd, Expr, Value};
 use skua_proto::BatchRow;
-use skua_vocab::JobStatus;
+use skua_types::JobStatus;
 
 /// What the tool needs to know besides the ads.
 #[derive(Clone, Debug)]

@@ -31,7 +31,7 @@ pub(crate) fn utc_offset(t: i64) -> i64 {
 }
 
 fn is_job_ref(s: &str) -> bool {
-    s.parse::<skua_vocab::JobRef>().is_ok()
+    s.parse::<skua_types::JobRef>().is_ok()
 }
 
 /// Splits `C`, `C.P` and owner names.

@@ -231,7 +231,7 @@ const BK_IDLE: usize = 8;
 
 /// The totals column a slot counts in, from its State.
 fn state_column(state: &str, backfill_slot: bool) -> Option<usize> {
-    use skua_vocab::SlotState;
+    use skua_types::SlotState;
     Some(match (SlotState::from_name(state)?, backfill_slot) {
         (SlotState::Unclaimed, true) => BK_IDLE,
         (SlotState::Claimed, true) => BACKFILL,

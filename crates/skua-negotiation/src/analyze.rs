@@ -1,7 +1,7 @@
 //! Why a job matches or not: `skua q -better-analyze`, as data.
 
 use classad::{symmetric_match, BinOp, ClassAd, Evaluator, Expr};
-use skua_vocab::SlotState;
+use skua_types::SlotState;
 
 /// How many slots one top-level clause of the job's Requirements accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]

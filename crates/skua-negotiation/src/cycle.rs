@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use classad::{parse_expr, rank, symmetric_match, ClassAd, Evaluator, Expr, Value};
 
-use skua_vocab::{Activity, SlotState as State};
+use skua_types::{Activity, SlotState as State};
 
 use crate::accountant::InUse;
 

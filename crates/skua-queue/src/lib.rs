@@ -68,8 +68,8 @@ pub use run::RunEnd;
 pub use userlog::Rusage;
 pub use userlog::UserLogEvent;
 
-/// The job vocabulary is shared with the other crates (see `skua-vocab`).
-pub use skua_vocab::{BadJobId, JobId, JobRef, JobStatus};
+/// The job vocabulary is shared with the other crates (see `skua-types`).
+pub use skua_types::{BadJobId, JobId, JobRef, JobStatus};
 
 /// The queue core's errors (messages lowercase, no trailing period).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

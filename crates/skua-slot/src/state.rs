@@ -13,8 +13,8 @@
 //! and timers of the moment.
 
 /// HTCondor's slot states and activities, shared with the other crates
-/// (see `skua-vocab`). The state machine never enters `Backfill`.
-pub use skua_vocab::{Activity, SlotState as State};
+/// (see `skua-types`). The state machine never enters `Backfill`.
+pub use skua_types::{Activity, SlotState as State};
 
 /// Where a slot goes once its job is gone (the end of Preempting, or of a
 /// retirement whose job finished by itself).

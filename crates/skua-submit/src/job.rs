@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use classad::{ClassAd, Expr, Value};
 use skua_config::{bool_literal, expand_macro_value};
-use skua_vocab::JobStatus;
+use skua_types::JobStatus;
 
 use crate::quoting;
 use crate::reader::Reader;

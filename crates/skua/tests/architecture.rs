@@ -8,12 +8,12 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str])] = &[
     // pure cores
     ("classad", &[]),
-    ("skua-vocab", &[]),
+    ("skua-types", &[]),
     ("skua-config", &["classad"]),
-    ("skua-queue", &["classad", "skua-vocab"]),
-    ("skua-negotiation", &["classad", "skua-vocab"]),
-    ("skua-submit", &["classad", "skua-config", "skua-vocab"]),
-    ("skua-slot", &["classad", "skua-vocab"]),
+    ("skua-queue", &["classad", "skua-types"]),
+    ("skua-negotiation", &["classad", "skua-types"]),
+    ("skua-submit", &["classad", "skua-config", "skua-types"]),
+    ("skua-slot", &["classad", "skua-types"]),
     // the wire contract and the transport
     ("skua-proto", &[]),
     ("skua-net", &["skua-proto"]),
@@ -76,7 +76,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "skua-cli",
         &[
             "classad",
-            "skua-vocab",
+            "skua-types",
             "skua-config",
             "skua-submit",
             "skua-proto",
