@@ -563,6 +563,31 @@ mod tests {
     }
 
     #[test]
+    fn status_letters_and_totals_follow_the_job_status_codes() {
+        let ads: Vec<ClassAd> = (1..=8).map(|st| job(6, st, "ann", st)).collect();
+        let out = format_jobs(&ads, None, &ctx());
+        let letters: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("sleep 60"))
+            .map(|l| l.split_whitespace().nth(5).unwrap_or(""))
+            .collect();
+        assert_eq!(letters, ["I", "R", "X", "C", "H", ">", "S", "?"], "{out}");
+        let t = Totals::of(&ads);
+        assert_eq!(
+            (
+                t.jobs,
+                t.idle,
+                t.running,
+                t.removed,
+                t.completed,
+                t.held,
+                t.suspended
+            ),
+            (8, 1, 2, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
     fn hold_view_shows_reason_and_code() {
         let ads = vec![job(5, 0, "ann", 5), job(5, 1, "ann", 1)];
         let out = format_held(&ads, None, &ctx());

@@ -741,6 +741,23 @@ pub fn format_state(ads: &[ClassAd], now: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_slot_state_counts_in_its_totals_column() {
+        let column =
+            |state: &str, backfill: bool| state_column(state, backfill).map(|i| TOTALS_COLS[i].0);
+        assert_eq!(column("Owner", false), Some("Owner"));
+        assert_eq!(column("claimed", false), Some("Claimed"));
+        assert_eq!(column("Unclaimed", false), Some("Unclaimed"));
+        assert_eq!(column("Matched", false), Some("Matched"));
+        assert_eq!(column("Preempting", false), Some("Preempting"));
+        assert_eq!(column("Drained", false), Some("Drain"));
+        assert_eq!(column("Backfill", false), Some("Backfill"));
+        assert_eq!(column("Claimed", true), Some("Backfill"));
+        assert_eq!(column("Unclaimed", true), Some("BkIdle"));
+        assert_eq!(column("Owner", true), Some("Owner"));
+        assert_eq!(column("Retiring", false), None);
+    }
     use classad::parse_old_ad;
 
     const NOW: i64 = 1_700_000_000;
