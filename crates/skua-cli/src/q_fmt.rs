@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use classad::{ClassAd, Expr, Value};
 use skua_proto::BatchRow;
+use skua_types::JobStatus;
 
 use crate::table::duration;
 
@@ -45,8 +46,8 @@ fn string(ad: &ClassAd, name: &str) -> Option<String> {
     lit(ad, name).and_then(|v| v.as_string())
 }
 
-fn status(ad: &ClassAd) -> i64 {
-    int(ad, "JobStatus").unwrap_or(0)
+fn status(ad: &ClassAd) -> Option<JobStatus> {
+    int(ad, "JobStatus").and_then(JobStatus::from_code)
 }
 
 fn job_id(ad: &ClassAd) -> (i64, i64) {
@@ -81,7 +82,7 @@ fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
 fn run_time(ad: &ClassAd, now: i64) -> i64 {
     let past = real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64;
     let current = match (status(ad), int(ad, "JobCurrentStartDate")) {
-        (2, Some(start)) if start > 0 => now - start,
+        (Some(JobStatus::Running), Some(start)) if start > 0 => now - start,
         _ => 0,
     };
     past + current
@@ -128,13 +129,13 @@ impl Totals {
         for ad in ads {
             t.jobs += 1;
             match status(ad) {
-                1 => t.idle += 1,
-                2 | 6 => t.running += 1,
-                3 => t.removed += 1,
-                4 => t.completed += 1,
-                5 => t.held += 1,
-                7 => t.suspended += 1,
-                _ => {}
+                Some(JobStatus::Idle) => t.idle += 1,
+                Some(JobStatus::Running | JobStatus::TransferringOutput) => t.running += 1,
+                Some(JobStatus::Removed) => t.removed += 1,
+                Some(JobStatus::Completed) => t.completed += 1,
+                Some(JobStatus::Held) => t.held += 1,
+                Some(JobStatus::Suspended) => t.suspended += 1,
+                None => {}
             }
         }
         t
@@ -250,7 +251,7 @@ pub fn format_jobs(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
     out.push_str(" ID        OWNER            SUBMITTED     RUN_TIME ST PRI SIZE    CMD\n");
     for ad in sorted(ads) {
         let (c, p) = job_id(ad);
-        let st = skua_status_letter(status(ad));
+        let st = status_letter(status(ad));
         let size = real(ad, "ImageSize").unwrap_or(0.0) / 1024.0;
         let _ = writeln!(
             out,
@@ -274,7 +275,10 @@ pub fn format_jobs(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
 pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
     let mut out = header(ctx);
     out.push_str(" ID        OWNER           HELD_SINCE  CODE  SUB HOLD_REASON\n");
-    for ad in sorted(ads).into_iter().filter(|a| status(a) == 5) {
+    for ad in sorted(ads)
+        .into_iter()
+        .filter(|a| status(a) == Some(JobStatus::Held))
+    {
         let (c, p) = job_id(ad);
         let _ = writeln!(
             out,
@@ -296,7 +300,10 @@ pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
 pub fn format_running(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
     let mut out = header(ctx);
     out.push_str(" ID        OWNER            SUBMITTED     RUN_TIME HOST(S)\n");
-    for ad in sorted(ads).into_iter().filter(|a| status(a) == 2) {
+    for ad in sorted(ads)
+        .into_iter()
+        .filter(|a| status(a) == Some(JobStatus::Running))
+    {
         let (c, p) = job_id(ad);
         let host = string(ad, "RemoteHost").unwrap_or_default();
         let _ = writeln!(
@@ -332,7 +339,7 @@ pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
             string(ad, "Owner").unwrap_or_default(),
             short_date(int(ad, "QDate").unwrap_or(0), utc_offset),
             duration(real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64),
-            skua_status_letter(status(ad)),
+            status_letter(status(ad)),
             short_date(completed, utc_offset),
             cmd_line(ad)
         );
@@ -340,18 +347,9 @@ pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
     out
 }
 
-/// condor_q's status letters.
-pub fn skua_status_letter(code: i64) -> &'static str {
-    match code {
-        1 => "I",
-        2 => "R",
-        3 => "X",
-        4 => "C",
-        5 => "H",
-        6 => ">",
-        7 => "S",
-        _ => "?",
-    }
+/// condor_q's status letter (`?` for a code that is not a status).
+fn status_letter(status: Option<JobStatus>) -> char {
+    status.map_or('?', JobStatus::letter)
 }
 
 /// The `-better-analyze` report of one job, in condor_q's layout.
@@ -550,6 +548,31 @@ mod tests {
         assert!(rows[1].contains(" R "), "{out}");
         assert!(rows[0].contains(" I "), "{out}");
         assert!(rows[0].contains("2.0"), "image size in MB: {out}");
+    }
+
+    #[test]
+    fn status_letters_and_totals_follow_the_job_status_codes() {
+        let ads: Vec<ClassAd> = (1..=8).map(|st| job(6, st, "ann", st)).collect();
+        let out = format_jobs(&ads, None, &ctx());
+        let letters: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("sleep 60"))
+            .map(|l| l.split_whitespace().nth(5).unwrap_or(""))
+            .collect();
+        assert_eq!(letters, ["I", "R", "X", "C", "H", ">", "S", "?"], "{out}");
+        let t = Totals::of(&ads);
+        assert_eq!(
+            (
+                t.jobs,
+                t.idle,
+                t.running,
+                t.removed,
+                t.completed,
+                t.held,
+                t.suspended
+            ),
+            (8, 1, 2, 1, 1, 1, 1)
+        );
     }
 
     #[test]

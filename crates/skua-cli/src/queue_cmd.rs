@@ -32,13 +32,7 @@ pub(crate) fn utc_offset(t: i64) -> i64 {
 }
 
 fn is_job_ref(s: &str) -> bool {
-    let mut parts = s.splitn(2, '.');
-    let c = parts.next().unwrap_or("");
-    !c.is_empty()
-        && c.bytes().all(|b| b.is_ascii_digit())
-        && parts
-            .next()
-            .is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    s.parse::<skua_types::JobRef>().is_ok()
 }
 
 /// Splits `C`, `C.P` and owner names.

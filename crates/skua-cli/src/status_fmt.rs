@@ -96,20 +96,17 @@ const BK_IDLE: usize = 8;
 
 /// The totals column a slot counts in, from its State.
 fn state_column(state: &str, backfill_slot: bool) -> Option<usize> {
-    let known = [
-        "Owner",
-        "Claimed",
-        "Unclaimed",
-        "Matched",
-        "Preempting",
-        "Drained",
-        "Backfill",
-    ];
-    let i = known.iter().position(|k| k.eq_ignore_ascii_case(state))? + 1;
-    Some(match (backfill_slot, i) {
-        (true, 3) => BK_IDLE,
-        (true, 2) => BACKFILL,
-        _ => i,
+    use skua_types::SlotState;
+    Some(match (SlotState::from_name(state)?, backfill_slot) {
+        (SlotState::Unclaimed, true) => BK_IDLE,
+        (SlotState::Claimed, true) => BACKFILL,
+        (SlotState::Owner, _) => 1,
+        (SlotState::Claimed, _) => 2,
+        (SlotState::Unclaimed, _) => 3,
+        (SlotState::Matched, _) => 4,
+        (SlotState::Preempting, _) => 5,
+        (SlotState::Drained, _) => 6,
+        (SlotState::Backfill, _) => BACKFILL,
     })
 }
 
@@ -440,6 +437,23 @@ pub fn format_state(ads: &[ClassAd], now: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_slot_state_counts_in_its_totals_column() {
+        let column =
+            |state: &str, backfill: bool| state_column(state, backfill).map(|i| TOTALS_COLS[i].0);
+        assert_eq!(column("Owner", false), Some("Owner"));
+        assert_eq!(column("claimed", false), Some("Claimed"));
+        assert_eq!(column("Unclaimed", false), Some("Unclaimed"));
+        assert_eq!(column("Matched", false), Some("Matched"));
+        assert_eq!(column("Preempting", false), Some("Preempting"));
+        assert_eq!(column("Drained", false), Some("Drain"));
+        assert_eq!(column("Backfill", false), Some("Backfill"));
+        assert_eq!(column("Claimed", true), Some("Backfill"));
+        assert_eq!(column("Unclaimed", true), Some("BkIdle"));
+        assert_eq!(column("Owner", true), Some("Owner"));
+        assert_eq!(column("Retiring", false), None);
+    }
     use classad::parse_old_ad;
 
     const NOW: i64 = 1_700_000_000;

@@ -6,7 +6,7 @@
 //! value; anything else is taken as a ClassAd expression (evaluated by [`crate::expr`]).
 
 use crate::expand::{macro_value, MacroScope};
-use crate::expr::{self, Value};
+use crate::expr;
 use crate::lines::trim_c;
 use crate::printf::{self, format_value, Arg};
 use crate::ConfigError;
@@ -71,8 +71,9 @@ fn path_arg(cfg: &dyn MacroScope, arg: &str, depth: usize) -> Result<String, Con
 /// Evaluates an argument (macro name or expression) to an integer.
 fn int_arg(cfg: &dyn MacroScope, arg: &str, depth: usize) -> Result<Option<i64>, ConfigError> {
     Ok(arg_text(cfg, arg, depth)?
-        .and_then(|t| expr::eval_str(&t))
-        .and_then(|v| v.as_int()))
+        .and_then(|t| expr::eval_str(&t, cfg.next_random()))
+        .as_ref()
+        .and_then(expr::as_int))
 }
 
 pub(crate) fn call(
@@ -99,13 +100,13 @@ pub(crate) fn call(
             let Some(text) = arg_text(cfg, arg, depth)? else {
                 return Ok(String::new());
             };
-            let value = expr::eval_str(&text);
+            let value = expr::eval_str(&text, cfg.next_random());
             Ok(match func {
-                Func::Int => match value.as_ref().and_then(Value::as_int) {
+                Func::Int => match value.as_ref().and_then(expr::as_int) {
                     Some(i) => format_value(fmt.unwrap_or("%lld"), Arg::Int(i)),
                     None => String::new(),
                 },
-                Func::Real => match (value.as_ref().and_then(Value::as_number), fmt) {
+                Func::Real => match (value.as_ref().and_then(expr::as_number), fmt) {
                     // With an explicit format HTCondor makes sure the text looks like a real.
                     (Some(r), Some(f)) => {
                         let mut out = format_value(f, Arg::Real(r));
@@ -118,10 +119,7 @@ pub(crate) fn call(
                     (None, _) => String::new(),
                 },
                 _ => {
-                    let s = match value {
-                        Some(Value::Str(s)) => s,
-                        _ => text,
-                    };
+                    let s = value.as_ref().and_then(expr::as_text).unwrap_or(text);
                     format_value(fmt.unwrap_or("%s"), Arg::Str(&s))
                 }
             })
@@ -134,7 +132,8 @@ pub(crate) fn call(
             let Some(text) = arg_text(cfg, body, depth)? else {
                 return Ok(String::new());
             };
-            Ok(expr::eval_str(&text).map_or_else(String::new, |v| v.to_eval_string()))
+            Ok(expr::eval_str(&text, cfg.next_random())
+                .map_or_else(String::new, |v| expr::to_eval_string(&v)))
         }
         Func::Choice => {
             let mut parts = body.split(',');

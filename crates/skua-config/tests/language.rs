@@ -260,6 +260,31 @@ fn int_real_eval() {
 }
 
 #[test]
+fn function_arguments_are_full_classad_expressions() {
+    // A knob holding a ClassAd expression is evaluated with the whole ClassAd language (no ad in
+    // scope), but the configuration's own rules stay: strings print unquoted, a string is not a
+    // number for $INT, text that does not parse expands to nothing.
+    let c = load(concat!(
+        "S = size(\"abc\")\nA = $EVAL(S)\n",
+        "F = formatTime(0, \"%Y\")\nB = $EVAL(F)\n",
+        "L = {1, 2+3}\nC = $EVAL(L)\n",
+        "U = toUpper(strcat(\"a\", \"b\"))\nD = $EVAL(U)\n",
+        "N = \"5\"\nE = $INT(N)\n",
+        "G = split(\"a b\")[1]\nH = $EVAL(G)\n",
+        "P = 1 +\nI = $EVAL(P)\n",
+        "Q = member(2, {1, 2})\nJ = $INT(Q)\n",
+    ));
+    assert_eq!(val(&c, "A"), "3");
+    assert_eq!(val(&c, "B"), "1970");
+    assert_eq!(val(&c, "C"), "{ 1,2 + 3 }");
+    assert_eq!(val(&c, "D"), "AB");
+    assert_eq!(get(&c, "E"), None);
+    assert_eq!(val(&c, "H"), "b");
+    assert_eq!(get(&c, "I"), None);
+    assert_eq!(val(&c, "J"), "1");
+}
+
+#[test]
 fn choice_and_substr() {
     let c = load("I = 1\nL = red,green,blue\nA = $CHOICE(0,a,b,c)\nB = $CHOICE(I,a,b,c)\nC = $CHOICE(1,L)\nD = $CHOICE(5,a,b)\nS = abcdefgh\nE = $SUBSTR(S,2,3)\nF = $SUBSTR(S,-3)\nG = $SUBSTR(S,1,-2)\n");
     assert_eq!(val(&c, "A"), "a");

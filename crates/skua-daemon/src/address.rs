@@ -117,6 +117,40 @@ mod tests {
     }
 
     #[test]
+    fn address_files_hold_one_socket_address_v4_or_v6() {
+        for addr in ["127.0.0.1:40123", "[::1]:9618"] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let text = format_address_file(addr);
+            assert_eq!(text, format!("{addr}\n"));
+            assert_eq!(parse_address_text(&text), Ok(addr));
+        }
+    }
+
+    #[test]
+    fn address_files_accept_htcondor_sinful_strings_and_extra_lines() {
+        let want: SocketAddr = "127.0.0.1:9618".parse().unwrap();
+        assert_eq!(
+            parse_address_text(
+                "<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=host>\n$CondorVersion: 24.0 $\n"
+            ),
+            Ok(want)
+        );
+        assert_eq!(parse_address_text("\n  127.0.0.1:9618  \nlater"), Ok(want));
+    }
+
+    #[test]
+    fn bad_address_files_are_errors_with_a_reason() {
+        for text in ["", "\n \n", "localhost", "<127.0.0.1:9618", "127.0.0.1"] {
+            assert!(parse_address_text(text).is_err(), "{text:?}");
+        }
+        assert_eq!(parse_address_text(""), Err("it is empty".to_string()));
+        assert_eq!(
+            parse_address_text("<127.0.0.1:9618"),
+            Err("unterminated address `<127.0.0.1:9618`".to_string())
+        );
+    }
+
+    #[test]
     fn port_zero_means_address_file() {
         assert!(collector_host_uses_address_file("127.0.0.1:0"));
         assert!(!collector_host_uses_address_file("cm.example.org:9618"));

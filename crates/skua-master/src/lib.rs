@@ -24,7 +24,7 @@ pub mod supervisor;
 
 pub use pool::{
     collector_host_uses_address_file, default_pool_dir, directories_to_create, format_address_file,
-    parse_address_file, pool_config, PoolDir, PoolError, PoolLayout, PoolOptions,
+    pool_config, PoolDir, PoolError, PoolLayout, PoolOptions,
 };
 
 pub use supervisor::{

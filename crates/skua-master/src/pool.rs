@@ -40,7 +40,7 @@
 //! 4. A client (a `skua` command, or a daemon looking for the collector)
 //!    whose `COLLECTOR_HOST` has port 0
 //!    ([`collector_host_uses_address_file`]) reads `COLLECTOR_ADDRESS_FILE`
-//!    and parses it with [`parse_address_file`]. No file means the pool is
+//!    and parses it with [`parse_address_text`]. No file means the pool is
 //!    not running (or its collector is not up yet: a client that has just
 //!    started the pool retries for a few seconds). A stale file left by a
 //!    crash gives "connection refused" until the master starts the next
@@ -49,9 +49,9 @@
 //! Everything here is pure: the caller creates the directories and writes
 //! the files.
 
-use std::net::SocketAddr;
-
-pub use skua_daemon::address::{collector_host_uses_address_file, format_address_file};
+pub use skua_daemon::address::{
+    collector_host_uses_address_file, format_address_file, parse_address_text,
+};
 use std::path::{Path, PathBuf};
 
 /// Name of the configuration file in the pool directory.
@@ -251,9 +251,6 @@ pub enum PoolError {
         /// Why.
         reason: String,
     },
-    /// An address file that does not hold an address.
-    #[error("bad address file: {0}")]
-    BadAddressFile(String),
 }
 
 /// The text of `DIR/skua_config` for a personal pool in `dir`, in
@@ -360,11 +357,6 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     c.set("NEGOTIATOR_INTERVAL", "20");
     c.set("NEGOTIATOR_CYCLE_DELAY", "1");
     Ok(c.text)
-}
-
-/// The address in an address file (see [`skua_daemon::address`]).
-pub fn parse_address_file(text: &str) -> Result<SocketAddr, PoolError> {
-    skua_daemon::address::parse_address_text(text).map_err(PoolError::BadAddressFile)
 }
 
 // ----- helpers ---------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! Why a job matches or not: `skua q -better-analyze`, as data.
 
 use classad::{symmetric_match, BinOp, ClassAd, Evaluator, Expr};
+use skua_types::SlotState;
 
 /// How many slots one top-level clause of the job's Requirements accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,8 +98,11 @@ pub fn analyze(ev: &mut Evaluator, job: &ClassAd, slots: &[ClassAd], user: &str)
             a.reject_job += 1;
             continue;
         }
-        let state = text_attr(ev, slot, "State").unwrap_or_default();
-        if state.eq_ignore_ascii_case("Unclaimed") || state.is_empty() {
+        // A slot that names no state (none, or not a string, or empty) counts as available.
+        let available = text_attr(ev, slot, "State")
+            .filter(|s| !s.is_empty())
+            .is_none_or(|s| SlotState::from_name(&s) == Some(SlotState::Unclaimed));
+        if available {
             a.available += 1;
             continue;
         }
@@ -108,10 +112,9 @@ pub fn analyze(ev: &mut Evaluator, job: &ClassAd, slots: &[ClassAd], user: &str)
         let remote_short = remote.split('@').next().unwrap_or(&remote);
         if !remote.is_empty() && (remote == user || remote_short == short_user) {
             a.running_yours += 1;
-        } else if state.eq_ignore_ascii_case("Claimed") || !remote.is_empty() {
-            a.serving_others += 1;
         } else {
-            // Owner, Matched, Preempting... : not available now.
+            // Claimed by someone else, or Owner, Matched, Preempting...: not
+            // available now.
             a.serving_others += 1;
         }
     }

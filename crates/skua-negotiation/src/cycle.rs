@@ -38,6 +38,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use classad::{parse_expr, rank, symmetric_match, ClassAd, Evaluator, Expr, Value};
 
+use skua_types::{Activity, SlotState as State};
+
 use crate::accountant::InUse;
 
 /// One autocluster of a submitter's idle jobs.
@@ -314,8 +316,22 @@ pub fn slot_weight(ev: &mut Evaluator, slot: &ClassAd, policy: &Policy) -> f64 {
         .max(0.0)
 }
 
-fn is_state(ev: &mut Evaluator, slot: &ClassAd, name: &str, want: &str) -> bool {
-    matches!(ev.eval_attr(name, slot, None), Value::Str(s) if s.eq_ignore_ascii_case(want.as_bytes()))
+/// A slot ad's `State`, parsed once: a slot ad without one counts as
+/// Unclaimed (a candidate); a value that is not one of HTCondor's states
+/// (any case) is `None`.
+fn slot_state(ev: &mut Evaluator, slot: &ClassAd) -> Option<State> {
+    match ev.eval_attr("State", slot, None) {
+        Value::Undefined => Some(State::Unclaimed),
+        v => v.as_string().as_deref().and_then(State::from_name),
+    }
+}
+
+/// A slot ad's `Activity`, if it is one of HTCondor's (any case).
+fn slot_activity(ev: &mut Evaluator, slot: &ClassAd) -> Option<Activity> {
+    ev.eval_attr("Activity", slot, None)
+        .as_string()
+        .as_deref()
+        .and_then(Activity::from_name)
 }
 
 /// Resources in use per user, counted from the claimed slot ads (State
@@ -325,9 +341,20 @@ pub fn usage_from_slots(
     slots: &[ClassAd],
     policy: &Policy,
 ) -> BTreeMap<String, InUse> {
+    let states: Vec<Option<State>> = slots.iter().map(|s| slot_state(ev, s)).collect();
+    usage_from_states(ev, slots, &states, policy)
+}
+
+/// [`usage_from_slots`] with each slot's state already read.
+fn usage_from_states(
+    ev: &mut Evaluator,
+    slots: &[ClassAd],
+    states: &[Option<State>],
+    policy: &Policy,
+) -> BTreeMap<String, InUse> {
     let mut out: BTreeMap<String, InUse> = BTreeMap::new();
-    for s in slots {
-        if !(is_state(ev, s, "State", "Claimed") || is_state(ev, s, "State", "Preempting")) {
+    for (s, state) in slots.iter().zip(states) {
+        if !matches!(state, Some(State::Claimed | State::Preempting)) {
             continue;
         }
         let Some(user) = remote_user(ev, s) else {
@@ -484,23 +511,22 @@ impl<'a> Cycle<'a> {
         let policy = &input.policy;
         let prio_preemption = policy.consider_preemption
             && constant_value(ev, &policy.preemption_requirements).is_none_or(|v| v.is_true());
-        let usage = usage_from_slots(ev, &input.slots, policy);
+        let states: Vec<Option<State>> = input.slots.iter().map(|ad| slot_state(ev, ad)).collect();
+        let usage = usage_from_states(ev, &input.slots, &states, policy);
         let mut slots = Vec::with_capacity(input.slots.len());
         let mut pool_weight = 0.0;
-        for ad in &input.slots {
+        for (ad, state) in input.slots.iter().zip(&states) {
             let weight = slot_weight(ev, ad, policy);
             pool_weight += weight;
-            let kind = if is_state(ev, ad, "State", "Unclaimed")
-                || ev.eval_attr("State", ad, None).is_undefined()
-            {
-                Kind::Idle
-            } else if policy.consider_preemption
-                && is_state(ev, ad, "State", "Claimed")
-                && is_state(ev, ad, "Activity", "Busy")
-            {
-                Kind::Busy
-            } else {
-                Kind::Out
+            let kind = match state {
+                Some(State::Unclaimed) => Kind::Idle,
+                Some(State::Claimed)
+                    if policy.consider_preemption
+                        && slot_activity(ev, ad) == Some(Activity::Busy) =>
+                {
+                    Kind::Busy
+                }
+                _ => Kind::Out,
             };
             let partitionable = ev.eval_attr("PartitionableSlot", ad, None).is_true();
             let mut ad = ad.clone();
@@ -1632,6 +1658,45 @@ mod tests {
         assert_eq!(mem, ["1000", "700", "400"]);
         assert_eq!(out.unmatched[0].count, 2);
         assert!(out.matches.iter().all(|m| (m.weight - 1.0).abs() < 1e-12));
+    }
+
+    #[test]
+    fn slot_states_are_read_in_any_case_and_only_unclaimed_slots_are_offered() {
+        let input = input(
+            vec![
+                slot("lower", "State = \"unclaimed\""),
+                slot("nostate", "State = undefined"),
+                slot("owner", "State = \"Owner\""),
+                slot("matched", "State = \"Matched\""),
+                slot("backfill", "State = \"Backfill\""),
+                slot("drained", "State = \"Drained\""),
+                slot("unknown", "State = \"Unclaimedish\""),
+                slot("number", "State = 2"),
+            ],
+            vec![sub("u@d", 0.5, vec![(1, job(""), 8)])],
+        );
+        let out = negotiate(&input, &mut ev());
+        let mut got = names(&input, &out);
+        got.sort();
+        assert_eq!(got, ["u@d:1:lower", "u@d:1:nostate"]);
+    }
+
+    #[test]
+    fn usage_counts_claimed_and_preempting_slots_in_any_case() {
+        let slots = vec![
+            busy("a", "x@d", NOW, "State = \"CLAIMED\""),
+            busy(
+                "b",
+                "x@d",
+                NOW,
+                "State = \"Preempting\"; Activity = \"Vacating\"",
+            ),
+            busy("c", "y@d", NOW, "State = \"Owner\""),
+            busy("d", "z@d", NOW, "State = \"Matched\""),
+        ];
+        let u = usage_from_slots(&mut ev(), &slots, &Policy::default());
+        assert_eq!(u.keys().collect::<Vec<_>>(), ["x@d"]);
+        assert_eq!(u["x@d"].slots, 2.0);
     }
 
     #[test]

@@ -56,9 +56,6 @@ mod queue;
 mod run;
 pub mod userlog;
 
-use std::fmt;
-use std::str::FromStr;
-
 pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};
 pub use plan::{
@@ -71,116 +68,8 @@ pub use run::RunEnd;
 pub use userlog::Rusage;
 pub use userlog::UserLogEvent;
 
-/// A job's id: cluster and proc (`12.3`). Ordered by cluster, then proc.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct JobId {
-    pub cluster: u32,
-    pub proc: u32,
-}
-
-impl JobId {
-    pub fn new(cluster: u32, proc: u32) -> JobId {
-        JobId { cluster, proc }
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.cluster, self.proc)
-    }
-}
-
-impl FromStr for JobId {
-    type Err = QueueError;
-    fn from_str(s: &str) -> Result<JobId, QueueError> {
-        let bad =
-            || QueueError::BadRequest(format!("invalid job id `{s}` (expected CLUSTER.PROC)"));
-        let (c, p) = s.split_once('.').ok_or_else(bad)?;
-        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-        if !digits(c) || !digits(p) {
-            return Err(bad());
-        }
-        Ok(JobId {
-            cluster: c.parse().map_err(|_| bad())?,
-            proc: p.parse().map_err(|_| bad())?,
-        })
-    }
-}
-
-/// HTCondor's `JobStatus` codes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum JobStatus {
-    Idle = 1,
-    Running = 2,
-    Removed = 3,
-    Completed = 4,
-    Held = 5,
-    TransferringOutput = 6,
-    Suspended = 7,
-}
-
-impl JobStatus {
-    pub const ALL: [JobStatus; 7] = [
-        JobStatus::Idle,
-        JobStatus::Running,
-        JobStatus::Removed,
-        JobStatus::Completed,
-        JobStatus::Held,
-        JobStatus::TransferringOutput,
-        JobStatus::Suspended,
-    ];
-
-    /// The `JobStatus` attribute value.
-    pub fn code(self) -> i64 {
-        self as i64
-    }
-
-    pub fn from_code(code: i64) -> Option<JobStatus> {
-        JobStatus::ALL.into_iter().find(|s| s.code() == code)
-    }
-
-    /// The letter `condor_q` prints.
-    pub fn letter(self) -> char {
-        match self {
-            JobStatus::Idle => 'I',
-            JobStatus::Running => 'R',
-            JobStatus::Removed => 'X',
-            JobStatus::Completed => 'C',
-            JobStatus::Held => 'H',
-            JobStatus::TransferringOutput => '>',
-            JobStatus::Suspended => 'S',
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            JobStatus::Idle => "Idle",
-            JobStatus::Running => "Running",
-            JobStatus::Removed => "Removed",
-            JobStatus::Completed => "Completed",
-            JobStatus::Held => "Held",
-            JobStatus::TransferringOutput => "TransferringOutput",
-            JobStatus::Suspended => "Suspended",
-        }
-    }
-
-    /// The job has a process somewhere (running, suspended or sending its
-    /// output back): leaving the queue waits for that process to end.
-    pub fn is_active(self) -> bool {
-        matches!(
-            self,
-            JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput
-        )
-    }
-}
-
-impl fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The job vocabulary is shared with the other crates (see `skua-types`).
+pub use skua_types::{BadJobId, JobId, JobRef, JobStatus};
 
 /// The queue core's errors (messages lowercase, no trailing period).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -22,7 +22,7 @@ use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
-use skua_queue::{Action, Actor, JobId, QueueError, Selector, SubmitLimits, SystemPolicy};
+use skua_queue::{Action, Actor, JobId, JobRef, QueueError, Selector, SubmitLimits, SystemPolicy};
 use tokio::sync::{watch, Notify};
 
 use crate::schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
@@ -100,17 +100,9 @@ fn parse_constraint(text: Option<&str>) -> Result<Option<Expr>, ApiError> {
 }
 
 /// `"12"` is a cluster, `"12.3"` a job.
-enum JobRef {
-    Cluster(u32),
-    Job(JobId),
-}
-
 fn parse_job_ref(text: &str) -> Result<JobRef, ApiError> {
-    let bad = || ApiError::bad_request(format!("`{text}` is not a job id (C or C.P)"));
-    match text.split_once('.') {
-        Some(_) => text.parse::<JobId>().map(JobRef::Job).map_err(|_| bad()),
-        None => text.parse::<u32>().map(JobRef::Cluster).map_err(|_| bad()),
-    }
+    text.parse()
+        .map_err(|_| ApiError::bad_request(format!("`{text}` is not a job id (C or C.P)")))
 }
 
 /// A command's selector: the named ids, clusters and owners, the

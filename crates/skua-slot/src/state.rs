@@ -12,55 +12,9 @@
 //! steps again until nothing changes, so every expression sees the state
 //! and timers of the moment.
 
-/// HTCondor's slot states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    Owner,
-    Unclaimed,
-    Matched,
-    Claimed,
-    Preempting,
-    Drained,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Owner => "Owner",
-            State::Unclaimed => "Unclaimed",
-            State::Matched => "Matched",
-            State::Claimed => "Claimed",
-            State::Preempting => "Preempting",
-            State::Drained => "Drained",
-        }
-    }
-}
-
-/// HTCondor's slot activities.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activity {
-    Idle,
-    Benchmarking,
-    Busy,
-    Suspended,
-    Retiring,
-    Vacating,
-    Killing,
-}
-
-impl Activity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Activity::Idle => "Idle",
-            Activity::Benchmarking => "Benchmarking",
-            Activity::Busy => "Busy",
-            Activity::Suspended => "Suspended",
-            Activity::Retiring => "Retiring",
-            Activity::Vacating => "Vacating",
-            Activity::Killing => "Killing",
-        }
-    }
-}
+/// HTCondor's slot states and activities, shared with the other crates
+/// (see `skua-types`). The state machine never enters `Backfill`.
+pub use skua_types::{Activity, SlotState as State};
 
 /// Where a slot goes once its job is gone (the end of Preempting, or of a
 /// retirement whose job finished by itself).

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use classad::{ClassAd, Expr, Value};
 use skua_config::{bool_literal, expand_macro_value};
+use skua_types::JobStatus;
 
 use crate::quoting;
 use crate::reader::Reader;
@@ -816,12 +817,12 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         None => false,
     };
     if hold {
-        ad.int("JobStatus", 5);
+        ad.int("JobStatus", JobStatus::Held.code());
         ad.int("HoldReasonCode", 15);
         ad.int("HoldReasonSubCode", 0);
         ad.str("HoldReason", "submitted on hold at user's request");
     } else {
-        ad.int("JobStatus", 1);
+        ad.int("JobStatus", JobStatus::Idle.code());
     }
 
     // The standard attributes of a new job.

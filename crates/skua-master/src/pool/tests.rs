@@ -320,42 +320,6 @@ fn directories_come_parents_first_with_private_key_dirs() {
 }
 
 #[test]
-fn address_files_round_trip() {
-    for addr in ["127.0.0.1:40123", "[::1]:9618"] {
-        let addr: SocketAddr = addr.parse().unwrap();
-        let text = format_address_file(addr);
-        assert_eq!(text, format!("{addr}\n"));
-        assert_eq!(parse_address_file(&text), Ok(addr));
-    }
-}
-
-#[test]
-fn address_files_accept_htcondor_sinful_strings_and_extra_lines() {
-    let want: SocketAddr = "127.0.0.1:9618".parse().unwrap();
-    assert_eq!(
-        parse_address_file(
-            "<127.0.0.1:9618?addrs=127.0.0.1-9618&alias=host>\n$CondorVersion: 24.0 $\n"
-        ),
-        Ok(want)
-    );
-    assert_eq!(parse_address_file("\n  127.0.0.1:9618  \nlater"), Ok(want));
-}
-
-#[test]
-fn bad_address_files_are_errors() {
-    for text in ["", "\n \n", "localhost", "<127.0.0.1:9618", "127.0.0.1"] {
-        assert!(
-            matches!(parse_address_file(text), Err(PoolError::BadAddressFile(_))),
-            "{text:?}"
-        );
-    }
-    assert_eq!(
-        parse_address_file("").unwrap_err().to_string(),
-        "bad address file: it is empty"
-    );
-}
-
-#[test]
 fn which_collector_hosts_need_the_address_file() {
     for host in [
         "127.0.0.1:0",
