@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -29,7 +29,7 @@ use crate::negotiator;
 use crate::runs::{Dialer, Shadows};
 use crate::schedd::{JobFilter, Schedd, ScheddSettings};
 use crate::shadow;
-use crate::shared::{with_schedd, Shared};
+use crate::shared::{with_schedd, QueueOwner, Shared};
 
 /// One pass of the periodic policy: the job ads are taken under the lock,
 /// their expressions evaluated outside it (other requests go on
@@ -543,7 +543,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     )?);
     let shadows = Arc::new(shadows);
     let shared = Shared {
-        schedd: Arc::new(Mutex::new(schedd)),
+        queue: QueueOwner::start(schedd).context("schedd: starting the queue's thread")?,
         changed: Arc::new(Notify::new()),
         shadows: shadows.clone(),
         reschedule: Arc::new(Notify::new()),
@@ -574,14 +574,12 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let sinful = format!("<{addr}>");
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
-    {
-        let mut s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
-        s.set_submit_host(&sinful);
-    }
+    let submit_host = sinful.clone();
+    shared.queue.send(move |s| s.set_submit_host(&submit_host));
     let addr_file = ctx.address_file()?;
     skua_daemon::write_address_file(&addr_file, addr)?;
     tracing::info!("schedd listening on {addr} and {}", sock.display());
-    crate::lease::release_interrupted(&shared);
+    crate::lease::release_interrupted(&shared).await;
 
     let start = ctx.clock.now_secs();
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
@@ -618,9 +616,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             }
         }
         if advertise_now {
-            let (ad, submitters) = {
-                let s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
-                counts_ads(&s, &name, &ctx.uid_domain, &sinful, start)
+            let (n, u, a) = (name.clone(), ctx.uid_domain.clone(), sinful.clone());
+            let counted = with_schedd(&shared, move |s| Ok(counts_ads(s, &n, &u, &a, start))).await;
+            let (ad, submitters) = match counted {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("counting jobs for the ads: {}", e.0.message);
+                    continue;
+                }
             };
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");

@@ -83,11 +83,15 @@ impl AliveConfig {
 
 /// For every run interrupted by the restart whose claim is recorded,
 /// releases the claim at its startd and, once the old run is surely over,
-/// puts the job back to Idle. Runs in the background; returns at once.
-pub(crate) fn release_interrupted(st: &Shared) {
-    let claims = {
-        let s = st.schedd.lock().unwrap_or_else(|e| e.into_inner());
-        s.interrupted_claims()
+/// puts the job back to Idle. The releases run in the background; returns
+/// once they are started.
+pub(crate) async fn release_interrupted(st: &Shared) {
+    let claims = match with_schedd(st, |s| Ok(s.interrupted_claims())).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("reading the claims of interrupted runs: {}", e.0.message);
+            return;
+        }
     };
     if claims.is_empty() {
         return;

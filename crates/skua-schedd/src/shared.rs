@@ -5,12 +5,14 @@
 //! (`claim.rs`), the starter-facing routes (`shadow.rs`) and `lease.rs`
 //! all use it and none of them imports another through it.
 //!
-//! The schedd's state stays behind one mutex (not yet owned by the shell's
-//! event loop, see ARCHITECTURE.md): a request takes the lock on a
-//! blocking thread ([`with_schedd`]), decides with the queue core, commits
-//! to SQLite and lets go.
+//! The queue ([`Schedd`]) is owned by one thread, [`QueueOwner`], that
+//! runs the operations handlers and tasks send it, one after another, each
+//! with a reply ([`with_schedd`]): no lock is shared, and SQLite commits
+//! wait for the disk on that thread, never on the async runtime. The claim
+//! registry (`runs.rs`) is still behind its own mutexes.
 
-use std::sync::{Arc, Mutex};
+use std::panic::AssertUnwindSafe;
+use std::sync::{mpsc, Arc};
 
 use skua_daemon::Clock;
 use skua_net::ApiError;
@@ -20,9 +22,48 @@ use tokio::sync::Notify;
 use crate::runs::Shadows;
 use crate::schedd::{Schedd, ScheddError};
 
+/// An operation on the queue, run by its owner.
+type QueueWork = Box<dyn FnOnce(&mut Schedd) + Send>;
+
+/// The thread that owns the queue and runs the operations sent to it in
+/// the order they arrive. It ends when every handle to it is gone.
+#[derive(Clone)]
+pub(crate) struct QueueOwner {
+    tx: mpsc::Sender<QueueWork>,
+}
+
+impl QueueOwner {
+    /// Starts the owner thread of `schedd`.
+    pub(crate) fn start(schedd: Schedd) -> std::io::Result<QueueOwner> {
+        let (tx, rx) = mpsc::channel::<QueueWork>();
+        std::thread::Builder::new()
+            .name("schedd-queue".into())
+            .spawn(move || {
+                let mut schedd = schedd;
+                while let Ok(work) = rx.recv() {
+                    // a panic fails that one operation (its caller gets no
+                    // reply), not the queue
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut schedd))).is_err() {
+                        tracing::error!("an operation on the job queue panicked");
+                    }
+                }
+            })?;
+        Ok(QueueOwner { tx })
+    }
+
+    /// Sends `f` to run on the queue without waiting for it: it runs
+    /// before anything sent later.
+    pub(crate) fn send(&self, f: impl FnOnce(&mut Schedd) + Send + 'static) {
+        if self.tx.send(Box::new(f)).is_err() {
+            tracing::error!("the job queue has stopped");
+        }
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct Shared {
-    pub(crate) schedd: Arc<Mutex<Schedd>>,
+    /// The queue's owner.
+    pub(crate) queue: QueueOwner,
     /// The queue changed: the shell advertises again.
     pub(crate) changed: Arc<Notify>,
     pub(crate) shadows: Arc<Shadows>,
@@ -51,18 +92,20 @@ pub(crate) fn api_error(e: ScheddError) -> ApiError {
     }
 }
 
-/// Runs `f` on the schedd in a blocking task (SQLite commits wait for the
-/// disk).
+/// Runs `f` on the schedd, on the thread that owns it, and gives its
+/// answer back.
 pub(crate) async fn with_schedd<T: Send + 'static>(
     st: &Shared,
     f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    let schedd = st.schedd.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let mut guard = schedd.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("schedd task failed: {e}")))?;
-    result.map_err(api_error)
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    st.queue
+        .tx
+        .send(Box::new(move |s: &mut Schedd| {
+            let _ = tx.send(f(s));
+        }))
+        .map_err(|_| ApiError::internal("the job queue has stopped"))?;
+    rx.await
+        .map_err(|_| ApiError::internal("schedd task failed: the queue operation gave no answer"))?
+        .map_err(api_error)
 }
