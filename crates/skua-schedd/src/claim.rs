@@ -47,7 +47,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::runs::{Run, RunResult, Shadows};
 use crate::sandbox;
-use crate::shared::{with_schedd, Shared};
+use crate::shared::{with_queue, with_schedd, Shared};
 
 /// Timeout of a call to a startd.
 pub(crate) const STARTD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -252,7 +252,7 @@ impl Startd for StartdClient {
     }
 }
 
-/// The schedd's queue behind its lock; busy jobs in the claim registry.
+/// The schedd's queue, on the thread that owns it with the busy jobs.
 impl ClaimQueue for Shared {
     async fn job_ad(&self, job: JobId) -> Option<ClassAd> {
         with_schedd(self, move |s| Ok(s.job_ad(job)))
@@ -311,12 +311,10 @@ impl ClaimQueue for Shared {
     async fn next_job(&self, owner: &str, slot_ad: &ClassAd) -> Option<JobId> {
         let now = self.clock.now_secs();
         let (owner, ad) = (owner.to_string(), slot_ad.clone());
-        let shadows = self.shadows.clone();
-        with_schedd(self, move |s| {
-            // chosen and marked busy in one step (see `negotiator::matches`)
-            let mut busy = shadows.busy();
-            let job = s.next_job_for(&owner, &ad, &busy, now);
-            Ok(job.filter(|j| busy.insert(*j)))
+        with_queue(self, move |q| {
+            // chosen and marked busy in one operation (see `negotiator::matches`)
+            let job = q.schedd.next_job_for(&owner, &ad, &q.busy, now);
+            Ok(job.filter(|j| q.busy.insert(*j)))
         })
         .await
         .ok()
@@ -324,7 +322,9 @@ impl ClaimQueue for Shared {
     }
 
     fn done_with(&self, job: JobId) {
-        self.shadows.busy().remove(&job);
+        self.queue.send(move |q| {
+            q.busy.remove(&job);
+        });
     }
 }
 

@@ -31,9 +31,9 @@ use crate::schedd::{JobFilter, Schedd, ScheddSettings};
 use crate::shadow;
 use crate::shared::{with_schedd, QueueOwner, Shared};
 
-/// One pass of the periodic policy: the job ads are taken under the lock,
-/// their expressions evaluated outside it (other requests go on
-/// meanwhile), and the decisions carried out under it again.
+/// One pass of the periodic policy: the job ads are taken on the queue's
+/// thread, their expressions evaluated off it (other requests go on
+/// meanwhile), and the decisions carried out on it again.
 async fn periodic_policy(st: &Shared) -> Result<usize, ApiError> {
     let (jobs, policy) = with_schedd(st, |s| Ok(s.periodic_snapshot())).await?;
     let now = st.clock.now_secs();
@@ -205,9 +205,9 @@ async fn query(
 ) -> Result<Json<JobQueryReply>, ApiError> {
     let mut filter = query_filter(&q.selector)?;
     let constraint = filter.constraint.take();
-    // Under the lock only the snapshot (shared handles to the named jobs'
-    // ads); the constraint, which may be any user expression, is evaluated
-    // outside it, and stops if the request is given up.
+    // On the queue's thread only the snapshot (shared handles to the named
+    // jobs' ads); the constraint, which may be any user expression, is
+    // evaluated off it, and stops if the request is given up.
     let (jobs, status_counts) =
         with_schedd(&st, move |s| Ok((s.candidates(&filter), s.status_counts()))).await?;
     let now = st.clock.now_secs();
@@ -575,7 +575,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
     let submit_host = sinful.clone();
-    shared.queue.send(move |s| s.set_submit_host(&submit_host));
+    shared
+        .queue
+        .send(move |q| q.schedd.set_submit_host(&submit_host));
     let addr_file = ctx.address_file()?;
     skua_daemon::write_address_file(&addr_file, addr)?;
     tracing::info!("schedd listening on {addr} and {}", sock.display());

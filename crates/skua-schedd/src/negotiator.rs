@@ -7,7 +7,7 @@ use skua_net::{ApiError, Json, State};
 use skua_proto::{Ack, Matches, ResourceRequest, ResourceRequests, ResourceRequestsReply};
 
 use crate::claim::{self, ClaimQueue as _, Startd as _, StartdClient};
-use crate::shared::{with_schedd, Shared};
+use crate::shared::{with_queue, Shared};
 
 fn owner_of(submitter: &str) -> &str {
     submitter.split('@').next().unwrap_or(submitter)
@@ -20,10 +20,10 @@ pub(crate) async fn resource_requests(
     Json(req): Json<ResourceRequests>,
 ) -> Result<Json<ResourceRequestsReply>, ApiError> {
     let owner = owner_of(&req.submitter).to_string();
-    let busy = st.shadows.busy().clone();
     let now = st.clock.now_secs();
-    let groups = with_schedd(&st, move |s| {
-        Ok(s.resource_requests(&owner, &req.significant_attributes, &busy, now))
+    let groups = with_queue(&st, move |q| {
+        Ok(q.schedd
+            .resource_requests(&owner, &req.significant_attributes, &q.busy, now))
     })
     .await?;
     Ok(Json(ResourceRequestsReply {
@@ -51,14 +51,14 @@ pub(crate) async fn matches(
         let owner2 = owner.clone();
         let autocluster = info.autocluster;
         let slot_ad2 = slot_ad.clone();
-        // Pick the job and mark it busy in one step (under the queue's lock,
-        // then the busy set's), so that two claims never pick the same job.
-        let shadows = st.shadows.clone();
+        // Pick the job and mark it busy in one operation on the queue, so
+        // that two claims never pick the same job.
         let now = st.clock.now_secs();
-        let job = with_schedd(&st, move |s| {
-            let mut busy = shadows.busy();
-            let job = s.job_for_match(autocluster, &owner2, &slot_ad2, &busy, now);
-            Ok(job.filter(|j| busy.insert(*j)))
+        let job = with_queue(&st, move |q| {
+            let job = q
+                .schedd
+                .job_for_match(autocluster, &owner2, &slot_ad2, &q.busy, now);
+            Ok(job.filter(|j| q.busy.insert(*j)))
         })
         .await?;
         let startd = match StartdClient::dial(&st.shadows, &info.startd_addr) {

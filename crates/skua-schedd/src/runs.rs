@@ -1,11 +1,11 @@
 //! The schedd's claims and runs: one [`Run`] per claim whose job is
 //! starting or running, found by claim id (the starter's requests name
-//! it), the jobs some claim holds (busy), and the settings every claim
-//! task shares ([`Shadows`]). The claim tasks (`claim.rs`) add and remove
+//! it), and the settings every claim task shares ([`Shadows`]). (The jobs
+//! some claim holds are kept with the queue, `shared.rs`.) The claim tasks (`claim.rs`) add and remove
 //! runs; the starter-facing routes (`shadow.rs`) fill them in and finish
 //! them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -108,8 +108,6 @@ impl Dialer {
 /// Every claim and run of the schedd, and what claim tasks share.
 pub(crate) struct Shadows {
     runs: Mutex<HashMap<String, Run>>,
-    /// Jobs with a claim being made or a run under way.
-    busy: Mutex<HashSet<JobId>>,
     /// This schedd's address (`<ip:port>`), known once it listens.
     pub addr: OnceLock<String>,
     pub dialer: Dialer,
@@ -140,7 +138,6 @@ impl Shadows {
     pub(crate) fn new(dialer: Dialer, alive: AliveConfig, clock: Clock) -> Shadows {
         Shadows {
             runs: Mutex::new(HashMap::new()),
-            busy: Mutex::new(HashSet::new()),
             addr: OnceLock::new(),
             dialer,
             alive,
@@ -150,10 +147,6 @@ impl Shadows {
             as_user: AsUser::new(),
             clock,
         }
-    }
-
-    pub(crate) fn busy(&self) -> MutexGuard<'_, HashSet<JobId>> {
-        self.busy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {

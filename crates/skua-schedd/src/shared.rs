@@ -5,25 +5,36 @@
 //! (`claim.rs`), the starter-facing routes (`shadow.rs`) and `lease.rs`
 //! all use it and none of them imports another through it.
 //!
-//! The queue ([`Schedd`]) is owned by one thread, [`QueueOwner`], that
-//! runs the operations handlers and tasks send it, one after another, each
-//! with a reply ([`with_schedd`]): no lock is shared, and SQLite commits
-//! wait for the disk on that thread, never on the async runtime. The claim
-//! registry (`runs.rs`) is still behind its own mutexes.
+//! The queue ([`Schedd`]) and the jobs some claim holds (busy) are owned
+//! by one thread, [`QueueOwner`], that runs the operations handlers and
+//! tasks send it, one after another, each with a reply ([`with_schedd`],
+//! [`with_queue`]): no lock is shared, a job is picked and marked busy in
+//! one operation, and SQLite commits wait for the disk on that thread,
+//! never on the async runtime. The runs by claim id (`runs.rs`) are still
+//! behind a mutex.
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{mpsc, Arc};
 
 use skua_daemon::Clock;
 use skua_net::ApiError;
-use skua_queue::QueueError;
+use skua_queue::{JobId, QueueError};
 use tokio::sync::Notify;
 
 use crate::runs::Shadows;
 use crate::schedd::{Schedd, ScheddError};
 
+/// What the queue's thread owns.
+pub(crate) struct Queue {
+    pub(crate) schedd: Schedd,
+    /// Jobs with a claim being made or a run under way: not offered to
+    /// the negotiator, not picked by another claim.
+    pub(crate) busy: HashSet<JobId>,
+}
+
 /// An operation on the queue, run by its owner.
-type QueueWork = Box<dyn FnOnce(&mut Schedd) + Send>;
+type QueueWork = Box<dyn FnOnce(&mut Queue) + Send>;
 
 /// The thread that owns the queue and runs the operations sent to it in
 /// the order they arrive. It ends when every handle to it is gone.
@@ -39,11 +50,14 @@ impl QueueOwner {
         std::thread::Builder::new()
             .name("schedd-queue".into())
             .spawn(move || {
-                let mut schedd = schedd;
+                let mut queue = Queue {
+                    schedd,
+                    busy: HashSet::new(),
+                };
                 while let Ok(work) = rx.recv() {
                     // a panic fails that one operation (its caller gets no
                     // reply), not the queue
-                    if std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut schedd))).is_err() {
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut queue))).is_err() {
                         tracing::error!("an operation on the job queue panicked");
                     }
                 }
@@ -53,7 +67,7 @@ impl QueueOwner {
 
     /// Sends `f` to run on the queue without waiting for it: it runs
     /// before anything sent later.
-    pub(crate) fn send(&self, f: impl FnOnce(&mut Schedd) + Send + 'static) {
+    pub(crate) fn send(&self, f: impl FnOnce(&mut Queue) + Send + 'static) {
         if self.tx.send(Box::new(f)).is_err() {
             tracing::error!("the job queue has stopped");
         }
@@ -98,11 +112,20 @@ pub(crate) async fn with_schedd<T: Send + 'static>(
     st: &Shared,
     f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
 ) -> Result<T, ApiError> {
+    with_queue(st, move |q| f(&mut q.schedd)).await
+}
+
+/// Runs `f` on the queue and the busy jobs, on the thread that owns them,
+/// and gives its answer back.
+pub(crate) async fn with_queue<T: Send + 'static>(
+    st: &Shared,
+    f: impl FnOnce(&mut Queue) -> Result<T, ScheddError> + Send + 'static,
+) -> Result<T, ApiError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     st.queue
         .tx
-        .send(Box::new(move |s: &mut Schedd| {
-            let _ = tx.send(f(s));
+        .send(Box::new(move |q: &mut Queue| {
+            let _ = tx.send(f(q));
         }))
         .map_err(|_| ApiError::internal("the job queue has stopped"))?;
     rx.await
