@@ -342,6 +342,14 @@ pub fn job_pool(name: &str, cpus: &str, extra: &[(&str, &str)]) -> Pool {
     wait_for("the slots", Duration::from_secs(30), || {
         pool.ok(&["status", "-af", "Name"]).lines().count() == want
     });
+    // The schedd advertises once its address file is written: a test that
+    // submits over TCP (with a user's token) finds it from then on.
+    wait_for("the schedd", Duration::from_secs(30), || {
+        pool.ok(&["status", "-schedd", "-af", "Name"])
+            .lines()
+            .count()
+            == 1
+    });
     pool
 }
 
