@@ -10,56 +10,33 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use classad::{ClassAd, Expr};
-use skua_daemon::{now_secs, Advertiser, DaemonContext};
+use skua_daemon::{Advertiser, DaemonContext};
 use skua_net::routing::post;
 use skua_net::{ApiError, AuthLevel, Caller, Json, Listener, Routes, Server, State};
 use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
-use skua_queue::{Action, Actor, JobId, JobRef, QueueError, Selector, SubmitLimits, SystemPolicy};
+use skua_queue::{Action, Actor, JobId, JobRef, Selector, SubmitLimits, SystemPolicy};
 use tokio::sync::{watch, Notify};
 
-use crate::schedd::{JobFilter, Schedd, ScheddError, ScheddSettings};
-use crate::shadow::{self, Dialer, Shadows};
+use crate::negotiator;
+use crate::runs::{Dialer, Shadows};
+use crate::schedd::{JobFilter, Schedd, ScheddSettings};
+use crate::shadow;
+use crate::shared::{with_schedd, QueueOwner, Shared};
 
-#[derive(Clone)]
-pub(crate) struct Shared {
-    pub(crate) schedd: Arc<Mutex<Schedd>>,
-    pub(crate) changed: Arc<Notify>,
-    pub(crate) shadows: Arc<Shadows>,
-    /// Asks the negotiator for a cycle soon (there are new idle jobs).
-    pub(crate) reschedule: Arc<Notify>,
-}
-
-fn api_error(e: ScheddError) -> ApiError {
-    match e {
-        ScheddError::Queue(q) => match q {
-            QueueError::NotFound(m) => ApiError::not_found(m),
-            QueueError::PermissionDenied(m) => {
-                ApiError::new(skua_proto::ErrorCode::PermissionDenied, m)
-            }
-            QueueError::Conflict(m) | QueueError::LimitExceeded(m) => ApiError::conflict(m),
-            other => ApiError::bad_request(other.to_string()),
-        },
-        ScheddError::BadRequest(m) => ApiError::bad_request(m),
-        ScheddError::Store(s) => {
-            ApiError::unavailable(format!("the job queue is unavailable: {s}"))
-        }
-    }
-}
-
-/// One pass of the periodic policy: the job ads are taken under the lock,
-/// their expressions evaluated outside it (other requests go on
-/// meanwhile), and the decisions carried out under it again.
+/// One pass of the periodic policy: the job ads are taken on the queue's
+/// thread, their expressions evaluated off it (other requests go on
+/// meanwhile), and the decisions carried out on it again.
 async fn periodic_policy(st: &Shared) -> Result<usize, ApiError> {
     let (jobs, policy) = with_schedd(st, |s| Ok(s.periodic_snapshot())).await?;
-    let now = now_secs();
+    let now = st.clock.now_secs();
     let decisions = skua_daemon::work::off_thread(move |cancel| {
         let mut ev = classad::Evaluator::default();
         skua_queue::periodic_decisions(&mut ev, now, &policy, &jobs, || cancel.is_cancelled())
@@ -67,22 +44,6 @@ async fn periodic_policy(st: &Shared) -> Result<usize, ApiError> {
     .await
     .map_err(|e| ApiError::internal(format!("{e:#}")))?;
     with_schedd(st, move |s| s.apply_periodic(&decisions, now)).await
-}
-
-/// Runs `f` on the schedd in a blocking task (SQLite commits wait for the
-/// disk).
-pub(crate) async fn with_schedd<T: Send + 'static>(
-    st: &Shared,
-    f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let schedd = st.schedd.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let mut guard = schedd.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("schedd task failed: {e}")))?;
-    result.map_err(api_error)
 }
 
 fn actor(caller: &Caller) -> Actor {
@@ -156,7 +117,8 @@ async fn new_cluster(
     State(st): State<Shared>,
     Json(_): Json<NewCluster>,
 ) -> Result<Json<NewClusterReply>, ApiError> {
-    let cluster = with_schedd(&st, |s| s.new_cluster(now_secs())).await?;
+    let now = st.clock.now_secs();
+    let cluster = with_schedd(&st, move |s| s.new_cluster(now)).await?;
     Ok(Json(NewClusterReply { cluster }))
 }
 
@@ -192,8 +154,9 @@ async fn submit(
     }
     let cluster = req.cluster;
     let key = req.submission_id.clone();
+    let now = st.clock.now_secs();
     let done = with_schedd(&st, move |s| {
-        s.submit_keyed(&owner, cluster, jobs, key.as_deref(), now_secs())
+        s.submit_keyed(&owner, cluster, jobs, key.as_deref(), now)
     })
     .await;
     let done = match done {
@@ -234,12 +197,12 @@ async fn query(
 ) -> Result<Json<JobQueryReply>, ApiError> {
     let mut filter = query_filter(&q.selector)?;
     let constraint = filter.constraint.take();
-    // Under the lock only the snapshot (shared handles to the named jobs'
-    // ads); the constraint, which may be any user expression, is evaluated
-    // outside it, and stops if the request is given up.
+    // On the queue's thread only the snapshot (shared handles to the named
+    // jobs' ads); the constraint, which may be any user expression, is
+    // evaluated off it, and stops if the request is given up.
     let (jobs, status_counts) =
         with_schedd(&st, move |s| Ok((s.candidates(&filter), s.status_counts()))).await?;
-    let now = now_secs();
+    let now = st.clock.now_secs();
     let selected = skua_daemon::work::off_thread(move |cancel| {
         crate::schedd::select_jobs(jobs, constraint.as_ref(), now, || cancel.is_cancelled())
     })
@@ -274,8 +237,9 @@ async fn history(
     Json(q): Json<JobQuery>,
 ) -> Result<Json<JobQueryReply>, ApiError> {
     let filter = query_filter(&q.selector)?;
+    let now = st.clock.now_secs();
     let ads = with_schedd(&st, move |s| {
-        s.history(&filter, &q.projection, q.limit, now_secs())
+        s.history(&filter, &q.projection, q.limit, now)
     })
     .await?;
     Ok(Json(JobQueryReply {
@@ -298,8 +262,9 @@ async fn act(
         JobActionKind::RemoveForce => Action::RemoveForce,
     };
     let reason = req.reason.clone();
+    let now = st.clock.now_secs();
     let report = with_schedd(&st, move |s| {
-        s.act(action, &sel, &who, reason.as_deref(), now_secs())
+        s.act(action, &sel, &who, reason.as_deref(), now)
     })
     .await;
     let report = match report {
@@ -350,10 +315,8 @@ async fn set_attribute(
     let sel = action_selector(&req.selector)?;
     let who = actor(&caller);
     let (name, value) = (req.name.clone(), req.value.clone());
-    let n = with_schedd(&st, move |s| {
-        s.set_attr(&sel, &who, &name, &value, now_secs())
-    })
-    .await?;
+    let now = st.clock.now_secs();
+    let n = with_schedd(&st, move |s| s.set_attr(&sel, &who, &name, &value, now)).await?;
     tracing::info!("{} set {} in {n} job(s)", caller.identity, req.name);
     Ok(Json(JobActionReply {
         outcomes: Vec::new(),
@@ -484,8 +447,8 @@ fn counts_ads(
 }
 
 /// Asks the negotiator for a cycle (condor_reschedule); best effort.
-async fn ask_for_cycle(locator: skua_daemon::context::Locator, token: Option<String>) {
-    let client = match locator.client(token, Duration::from_secs(10)) {
+async fn ask_for_cycle(dialer: Dialer) {
+    let client = match dialer.negotiator(Duration::from_secs(10)) {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!("no negotiator to ask for a cycle: {e}");
@@ -548,15 +511,11 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     );
     let mut schedd = schedd;
     // runs that hold a recorded claim wait for its release (below)
-    match schedd.requeue_interrupted(now_secs()) {
+    match schedd.requeue_interrupted(ctx.clock.now_secs()) {
         Ok(0) => {}
         Ok(n) => tracing::info!("{n} job(s) that ran before the restart are idle again"),
         Err(e) => tracing::error!("requeueing interrupted jobs: {e}"),
     }
-    let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
-        Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
-        None => None,
-    };
     let alive = crate::lease::AliveConfig {
         interval: Duration::from_secs(
             skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 300)?.max(1),
@@ -566,20 +525,21 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         )
         .unwrap_or(u32::MAX),
     };
-    let mut shadows = Shadows::new(
-        Dialer {
-            token: ctx.daemon_token.clone(),
-            ca_pem,
-        },
-        alive,
-    );
+    let dialer = Dialer::from_context(&ctx)?;
+    let mut shadows = Shadows::new(dialer.clone(), alive, ctx.clock.clone());
     shadows.uid_domain = ctx.knob("UID_DOMAIN")?.unwrap_or_default();
+    shadows.claim_timeout = Duration::from_secs(skua_daemon::context::knob_u64(
+        &ctx.config,
+        "REQUEST_CLAIM_TIMEOUT",
+        crate::runs::DEFAULT_CLAIM_TIMEOUT.as_secs(),
+    )?);
     let shadows = Arc::new(shadows);
     let shared = Shared {
-        schedd: Arc::new(Mutex::new(schedd)),
+        queue: QueueOwner::start(schedd).context("schedd: starting the queue's thread")?,
         changed: Arc::new(Notify::new()),
         shadows: shadows.clone(),
         reschedule: Arc::new(Notify::new()),
+        clock: ctx.clock.clone(),
     };
     let routes = Routes::new()
         .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
@@ -590,9 +550,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SCHEDD_SET_ATTRIBUTE, post(set_attribute))
         .command(
             &routes::SCHEDD_RESOURCE_REQUESTS,
-            post(shadow::resource_requests),
+            post(negotiator::resource_requests),
         )
-        .command(&routes::SCHEDD_MATCHES, post(shadow::matches))
+        .command(&routes::SCHEDD_MATCHES, post(negotiator::matches))
         .command(&routes::SHADOW_BEGIN, post(shadow::begin))
         .command(&routes::SHADOW_INPUT_FILE, post(shadow::input_file))
         .command(&routes::SHADOW_OUTPUT_FILE, post(shadow::output_file))
@@ -606,27 +566,25 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let sinful = format!("<{addr}>");
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
-    {
-        let mut s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
-        s.set_submit_host(&sinful);
-    }
+    let submit_host = sinful.clone();
+    shared
+        .queue
+        .send(move |q| q.schedd.set_submit_host(&submit_host));
     let addr_file = ctx.address_file()?;
     skua_daemon::write_address_file(&addr_file, addr)?;
     tracing::info!("schedd listening on {addr} and {}", sock.display());
-    crate::lease::release_interrupted(&shared);
+    crate::lease::release_interrupted(&shared).await;
 
-    let start = now_secs();
+    let start = ctx.clock.now_secs();
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,
         "PERIODIC_EXPR_INTERVAL",
         60,
     )?);
-    let mut periodic_tick = tokio::time::interval(periodic.max(Duration::from_secs(1)));
-    periodic_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut advertise_tick = tokio::time::interval(ctx.update_interval);
+    let mut periodic_tick = ctx.clock.ticker(periodic.max(Duration::from_secs(1)));
+    let mut advertise_tick = ctx.clock.ticker(ctx.update_interval);
     let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
     let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
-    let negotiator = skua_daemon::context::Locator::new(&ctx.config, "NEGOTIATOR")?;
     loop {
         let mut advertise_now = false;
         let mut ask = false;
@@ -652,9 +610,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             }
         }
         if advertise_now {
-            let (ad, submitters) = {
-                let s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
-                counts_ads(&s, &name, &ctx.uid_domain, &sinful, start)
+            let (n, u, a) = (name.clone(), ctx.uid_domain.clone(), sinful.clone());
+            let counted = with_schedd(&shared, move |s| Ok(counts_ads(s, &n, &u, &a, start))).await;
+            let (ad, submitters) = match counted {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("counting jobs for the ads: {}", e.0.message);
+                    continue;
+                }
             };
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");
@@ -676,9 +639,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         if ask {
             // After the Submitter ads are updated, so the cycle sees the
             // new idle jobs.
-            let locator = negotiator.clone();
-            let token = ctx.daemon_token.clone();
-            tokio::spawn(async move { ask_for_cycle(locator, token).await });
+            tokio::spawn(ask_for_cycle(dialer.clone()));
         }
     }
     tracing::info!("schedd shutting down");

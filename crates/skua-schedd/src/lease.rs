@@ -23,11 +23,12 @@
 use std::time::Duration;
 
 use classad::{ClassAd, Value};
-use skua_daemon::now_secs;
+use std::time::SystemTime;
+
 use skua_proto::{routes, Ack, ClaimAlive, ClaimStatus, ErrorCode, ReleaseRequest};
 use skua_queue::JobId;
 
-use crate::daemon::{with_schedd, Shared};
+use crate::shared::{with_schedd, Shared};
 
 /// The shortest keep-alive interval (HTCondor never goes below 10 s;
 /// Skua allows short leases, e.g. in tests, so it goes down to 1 s).
@@ -82,11 +83,15 @@ impl AliveConfig {
 
 /// For every run interrupted by the restart whose claim is recorded,
 /// releases the claim at its startd and, once the old run is surely over,
-/// puts the job back to Idle. Runs in the background; returns at once.
-pub(crate) fn release_interrupted(st: &Shared) {
-    let claims = {
-        let s = st.schedd.lock().unwrap_or_else(|e| e.into_inner());
-        s.interrupted_claims()
+/// puts the job back to Idle. The releases run in the background; returns
+/// once they are started.
+pub(crate) async fn release_interrupted(st: &Shared) {
+    let claims = match with_schedd(st, |s| Ok(s.interrupted_claims())).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("reading the claims of interrupted runs: {}", e.0.message);
+            return;
+        }
     };
     if claims.is_empty() {
         return;
@@ -95,7 +100,7 @@ pub(crate) fn release_interrupted(st: &Shared) {
         "{} job(s) ran before the restart: releasing their claims before they run again",
         claims.len()
     );
-    let restarted = tokio::time::Instant::now();
+    let restarted = st.clock.now();
     for (job, claim_id, startd, ad) in claims {
         let alive = st.shadows.alive;
         let interval = alive.interval_for(&ad);
@@ -104,10 +109,8 @@ pub(crate) fn release_interrupted(st: &Shared) {
         tokio::spawn(async move {
             let reason = release_old_run(&st, job, &claim_id, &startd, deadline).await;
             let claim = claim_id.clone();
-            let r = with_schedd(&st, move |s| {
-                s.requeue_released(job, &claim, &reason, now_secs())
-            })
-            .await;
+            let now = st.clock.now_secs();
+            let r = with_schedd(&st, move |s| s.requeue_released(job, &claim, &reason, now)).await;
             match r {
                 Ok(()) => tracing::info!("job {job}: its old run is over; it may run again"),
                 Err(e) => {
@@ -122,19 +125,19 @@ pub(crate) fn release_interrupted(st: &Shared) {
 
 /// Releases `claim_id` at `startd` and waits until the startd no longer
 /// knows it (its job killed, its starter gone), or until `deadline` when
-/// the startd does not answer. Returns the reason recorded with the
-/// eviction.
+/// the startd does not answer (`deadline` read on the daemon's clock).
+/// Returns the reason recorded with the eviction.
 async fn release_old_run(
     st: &Shared,
     job: JobId,
     claim_id: &str,
     startd: &str,
-    deadline: tokio::time::Instant,
+    deadline: SystemTime,
 ) -> String {
     let mut pause = Duration::from_millis(100);
     let mut released = false;
     loop {
-        let step = match st.shadows.dialer.client(startd, Duration::from_secs(10)) {
+        let step = match st.shadows.dialer.client_at(startd, Duration::from_secs(10)) {
             Err(e) => Err(e),
             Ok(c) if !released => c
                 .command::<_, Ack>(
@@ -170,7 +173,7 @@ async fn release_old_run(
                 released = true;
             }
             Err(e) => {
-                if tokio::time::Instant::now() >= deadline {
+                if st.clock.now() >= deadline {
                     return format!(
                         "the schedd restarted while the job ran; the startd {startd} does not \
                          answer ({e}) and the claim's lease has run out"
@@ -179,6 +182,7 @@ async fn release_old_run(
                 tracing::debug!("job {job}: releasing its claim at {startd}: {e}");
             }
         }
+        // the pauses only pace the polls; the deadline is the clock's
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(2));
     }

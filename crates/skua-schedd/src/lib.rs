@@ -4,18 +4,31 @@
 //! - [`store`]: the durable queue and history in SQLite.
 //! - [`schedd`]: decide, commit, apply, tell (synchronous).
 //! - [`userlog`]: appending job events to users' logs.
-//! - [`daemon`]: the network shell (`skuad schedd`); `shadow.rs`, the
-//!   shadows: one task per claim, running jobs on it and moving their files.
-//! - [`sandbox`]: which files a job's sandbox holds, both ways.
+//! - [`daemon`]: the network shell (`skuad schedd`): the queue tools'
+//!   routes, the periodic timer, the Scheduler and Submitter ads.
+//! - `shared.rs`: what handlers and tasks share (the schedd behind its
+//!   lock, `with_schedd`, the API error mapping); a leaf.
+//! - `runs.rs`: the claim registry (runs by claim id, busy jobs) and the
+//!   dialer every client to another daemon is made by.
+//! - `negotiator.rs`: the routes the negotiator calls (resource requests,
+//!   matches).
+//! - `claim.rs`: the per-claim state machine (claim, start run, activate,
+//!   keep alive, end run, next job for the claim), behind a narrow queue
+//!   handle and a startd handle.
+//! - `shadow.rs`: the routes the starter calls (files, updates, exit).
 //! - `lease.rs`: keep-alive intervals and claim leases; releasing the
 //!   claims of runs a restart interrupted before their jobs run again.
 //! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
 
+mod claim;
 pub mod daemon;
 mod lease;
+mod negotiator;
+mod runs;
 pub mod sandbox;
 pub mod schedd;
 mod shadow;
+mod shared;
 pub mod store;
 pub mod userlog;
 

@@ -540,7 +540,7 @@ impl Schedd {
 
     /// Evaluates the periodic policy of every job; returns how many
     /// mutations it committed. (The daemon does the same in three steps,
-    /// evaluating outside the lock: [`Schedd::periodic_snapshot`],
+    /// evaluating off the queue's thread: [`Schedd::periodic_snapshot`],
     /// [`skua_queue::periodic_decisions`], [`Schedd::apply_periodic`].)
     pub fn periodic(&mut self, now: i64) -> Result<usize, ScheddError> {
         let (jobs, policy) = self.periodic_snapshot();

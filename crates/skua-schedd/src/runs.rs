@@ -1,0 +1,175 @@
+//! The schedd's claims and runs: one [`Run`] per claim whose job is
+//! starting or running, found by claim id (the starter's requests name
+//! it), and the settings every claim task shares ([`Shadows`]). (The jobs
+//! some claim holds are kept with the queue, `shared.rs`.) The claim tasks (`claim.rs`) add and remove
+//! runs; the starter-facing routes (`shadow.rs`) fill them in and finish
+//! them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use classad::ClassAd;
+use skua_daemon::account::AsUser;
+use skua_daemon::context::Locator;
+use skua_daemon::{Clock, DaemonContext};
+use skua_net::Client;
+use skua_queue::JobId;
+use tokio::sync::{oneshot, Notify};
+
+use crate::lease::AliveConfig;
+use crate::sandbox::InputPlan;
+
+/// How a run ended, as the claim task learns it.
+#[derive(Debug)]
+pub(crate) enum RunResult {
+    /// The exit was reported and committed. `reusable`: the job ended by
+    /// itself, so its starter waits for the claim's next job (a vacated,
+    /// killed or held job's starter exits, and the claim ends with it).
+    Reported { reusable: bool },
+    /// The starter or the startd went away without a report.
+    Lost(String),
+}
+
+/// One job running (or starting) under a claim.
+pub(crate) struct Run {
+    pub job: JobId,
+    pub job_ad: ClassAd,
+    pub slot: String,
+    pub startd_addr: String,
+    pub inputs: Option<InputPlan>,
+    /// A failure the shadow saw itself (missing input...), reported when
+    /// the starter gives up.
+    pub failure: Option<ShadowFailure>,
+    pub executing: bool,
+    pub done: Option<oneshot::Sender<RunResult>>,
+    /// Asks the claim task to stop the job (rm, hold).
+    pub vacate: Arc<Notify>,
+}
+
+/// A failure the shadow saw itself, with HTCondor's hold code and
+/// subcode (the errno of a failed file operation).
+#[derive(Clone, Debug)]
+pub(crate) struct ShadowFailure {
+    pub reason: String,
+    pub code: i64,
+    pub subcode: i64,
+    pub permanent: bool,
+}
+
+/// How the schedd opens clients to other daemons: built once from the
+/// daemon's context (its token, the CA it trusts, where the negotiator
+/// is), so that the claim tasks, which outlive any borrow of the context,
+/// dial startds the way the context would. Every client the schedd opens
+/// to another daemon is made here.
+#[derive(Clone, Default)]
+pub(crate) struct Dialer {
+    token: Option<String>,
+    ca_pem: Option<String>,
+    negotiator: Option<Locator>,
+}
+
+impl Dialer {
+    /// The context's way of dialing: its daemon token, the CA of
+    /// `AUTH_SSL_CLIENT_CAFILE` (read once), the negotiator's locator.
+    pub(crate) fn from_context(ctx: &DaemonContext) -> anyhow::Result<Dialer> {
+        use anyhow::Context as _;
+        let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
+            Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
+            None => None,
+        };
+        Ok(Dialer {
+            token: ctx.daemon_token.clone(),
+            ca_pem,
+            negotiator: Some(Locator::new(&ctx.config, "NEGOTIATOR")?),
+        })
+    }
+
+    /// A client for the daemon at `address` (`<ip:port>`), as
+    /// `DaemonContext::client_at` makes it.
+    pub(crate) fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, String> {
+        skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A client for the pool's negotiator, as `DaemonContext::client_for`
+    /// makes it.
+    pub(crate) fn negotiator(&self, timeout: Duration) -> Result<Client, String> {
+        let locator = self
+            .negotiator
+            .as_ref()
+            .ok_or_else(|| "no negotiator is configured".to_string())?;
+        locator
+            .client(self.token.clone(), timeout)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Every claim and run of the schedd, and what claim tasks share.
+pub(crate) struct Shadows {
+    runs: Mutex<HashMap<String, Run>>,
+    /// This schedd's address (`<ip:port>`), known once it listens.
+    pub addr: OnceLock<String>,
+    pub dialer: Dialer,
+    /// `ALIVE_INTERVAL` and `MAX_CLAIM_ALIVES_MISSED`.
+    pub alive: AliveConfig,
+    /// `REQUEST_CLAIM_TIMEOUT`: how long a claim the startd answers
+    /// "not yet" (its slot being preempted for us) is asked again before
+    /// the schedd gives it up.
+    pub claim_timeout: Duration,
+    /// How often such a claim is asked again.
+    pub claim_retry: Duration,
+    /// This schedd's `UID_DOMAIN`, given to the starter with each job
+    /// (`UidDomain`): an execute host in the same domain runs the job as
+    /// its owner.
+    pub uid_domain: String,
+    /// Acts with a job owner's rights on the owner's files.
+    pub as_user: AsUser,
+    /// The daemon's clock: keep-alives, leases and claim deadlines.
+    pub clock: Clock,
+}
+
+/// HTCondor's `REQUEST_CLAIM_TIMEOUT` default: 30 minutes.
+pub(crate) const DEFAULT_CLAIM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How often a claim on a slot being preempted for us is asked again.
+pub(crate) const PREEMPTED_CLAIM_RETRY: Duration = Duration::from_secs(1);
+
+impl Shadows {
+    pub(crate) fn new(dialer: Dialer, alive: AliveConfig, clock: Clock) -> Shadows {
+        Shadows {
+            runs: Mutex::new(HashMap::new()),
+            addr: OnceLock::new(),
+            dialer,
+            alive,
+            claim_timeout: DEFAULT_CLAIM_TIMEOUT,
+            claim_retry: PREEMPTED_CLAIM_RETRY,
+            uid_domain: String::new(),
+            as_user: AsUser::new(),
+            clock,
+        }
+    }
+
+    pub(crate) fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the runs of `jobs` to stop (their jobs were removed or held).
+    pub(crate) fn vacate(&self, jobs: &[JobId]) {
+        let runs = self.runs();
+        for run in runs.values() {
+            if jobs.contains(&run.job) {
+                run.vacate.notify_one();
+            }
+        }
+    }
+
+    /// Tells the claim task of `claim_id` how its run ended, unless it was
+    /// told already. Whether it was told now.
+    pub(crate) fn finish(&self, claim_id: &str, result: RunResult) -> bool {
+        let done = self.runs().get_mut(claim_id).and_then(|r| r.done.take());
+        match done {
+            Some(tx) => tx.send(result).is_ok(),
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! What the schedd's request handlers and background tasks share: the
+//! schedd behind its lock, the claim registry, the wake-ups of the shell's
+//! loop, and the clock. A leaf module: the shell (`daemon.rs`), the
+//! negotiator-facing routes (`negotiator.rs`), the claim tasks
+//! (`claim.rs`), the starter-facing routes (`shadow.rs`) and `lease.rs`
+//! all use it and none of them imports another through it.
+//!
+//! The queue ([`Schedd`]) and the jobs some claim holds (busy) are owned
+//! by one thread, [`QueueOwner`], that runs the operations handlers and
+//! tasks send it, one after another, each with a reply ([`with_schedd`],
+//! [`with_queue`]): no lock is shared, a job is picked and marked busy in
+//! one operation, and SQLite commits wait for the disk on that thread,
+//! never on the async runtime. The runs by claim id (`runs.rs`) are still
+//! behind a mutex.
+
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+use std::sync::{mpsc, Arc};
+
+use skua_daemon::Clock;
+use skua_net::ApiError;
+use skua_queue::{JobId, QueueError};
+use tokio::sync::Notify;
+
+use crate::runs::Shadows;
+use crate::schedd::{Schedd, ScheddError};
+
+/// What the queue's thread owns.
+pub(crate) struct Queue {
+    pub(crate) schedd: Schedd,
+    /// Jobs with a claim being made or a run under way: not offered to
+    /// the negotiator, not picked by another claim.
+    pub(crate) busy: HashSet<JobId>,
+}
+
+/// An operation on the queue, run by its owner.
+type QueueWork = Box<dyn FnOnce(&mut Queue) + Send>;
+
+/// The thread that owns the queue and runs the operations sent to it in
+/// the order they arrive. It ends when every handle to it is gone.
+#[derive(Clone)]
+pub(crate) struct QueueOwner {
+    tx: mpsc::Sender<QueueWork>,
+}
+
+impl QueueOwner {
+    /// Starts the owner thread of `schedd`.
+    pub(crate) fn start(schedd: Schedd) -> std::io::Result<QueueOwner> {
+        let (tx, rx) = mpsc::channel::<QueueWork>();
+        std::thread::Builder::new()
+            .name("schedd-queue".into())
+            .spawn(move || {
+                let mut queue = Queue {
+                    schedd,
+                    busy: HashSet::new(),
+                };
+                while let Ok(work) = rx.recv() {
+                    // a panic fails that one operation (its caller gets no
+                    // reply), not the queue
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut queue))).is_err() {
+                        tracing::error!("an operation on the job queue panicked");
+                    }
+                }
+            })?;
+        Ok(QueueOwner { tx })
+    }
+
+    /// Sends `f` to run on the queue without waiting for it: it runs
+    /// before anything sent later.
+    pub(crate) fn send(&self, f: impl FnOnce(&mut Queue) + Send + 'static) {
+        if self.tx.send(Box::new(f)).is_err() {
+            tracing::error!("the job queue has stopped");
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Shared {
+    /// The queue's owner.
+    pub(crate) queue: QueueOwner,
+    /// The queue changed: the shell advertises again.
+    pub(crate) changed: Arc<Notify>,
+    pub(crate) shadows: Arc<Shadows>,
+    /// Asks the negotiator for a cycle soon (there are new idle jobs).
+    pub(crate) reschedule: Arc<Notify>,
+    /// The daemon's clock (`ctx.clock`): every time written to the queue
+    /// and every lease and timer is read from it.
+    pub(crate) clock: Clock,
+}
+
+/// A schedd error as the protocol's error code.
+pub(crate) fn api_error(e: ScheddError) -> ApiError {
+    match e {
+        ScheddError::Queue(q) => match q {
+            QueueError::NotFound(m) => ApiError::not_found(m),
+            QueueError::PermissionDenied(m) => {
+                ApiError::new(skua_proto::ErrorCode::PermissionDenied, m)
+            }
+            QueueError::Conflict(m) | QueueError::LimitExceeded(m) => ApiError::conflict(m),
+            other => ApiError::bad_request(other.to_string()),
+        },
+        ScheddError::BadRequest(m) => ApiError::bad_request(m),
+        ScheddError::Store(s) => {
+            ApiError::unavailable(format!("the job queue is unavailable: {s}"))
+        }
+    }
+}
+
+/// Runs `f` on the schedd, on the thread that owns it, and gives its
+/// answer back.
+pub(crate) async fn with_schedd<T: Send + 'static>(
+    st: &Shared,
+    f: impl FnOnce(&mut Schedd) -> Result<T, ScheddError> + Send + 'static,
+) -> Result<T, ApiError> {
+    with_queue(st, move |q| f(&mut q.schedd)).await
+}
+
+/// Runs `f` on the queue and the busy jobs, on the thread that owns them,
+/// and gives its answer back.
+pub(crate) async fn with_queue<T: Send + 'static>(
+    st: &Shared,
+    f: impl FnOnce(&mut Queue) -> Result<T, ScheddError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    st.queue
+        .tx
+        .send(Box::new(move |q: &mut Queue| {
+            let _ = tx.send(f(q));
+        }))
+        .map_err(|_| ApiError::internal("the job queue has stopped"))?;
+    rx.await
+        .map_err(|_| ApiError::internal("schedd task failed: the queue operation gave no answer"))?
+        .map_err(api_error)
+}
