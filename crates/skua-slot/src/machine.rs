@@ -335,9 +335,6 @@ pub struct Slot {
     next_child: u32,
 }
 
-/// The slot ads' `CondorVersion`.
-pub const CONDOR_VERSION: &str = concat!("$CondorVersion: ", env!("CARGO_PKG_VERSION"), " Skua $");
-
 /// Why a request is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -1289,7 +1286,7 @@ impl Machine {
         // HTCondor's form, with Skua's own version number: condor_submit's
         // default Requirements read the second word (`split(...)[1]`) and
         // compare it with HTCondor releases.
-        ad.insert_value("CondorVersion", CONDOR_VERSION);
+        ad.insert_value("CondorVersion", f.condor_version.as_str());
         ad.insert_value("CondorPlatform", "$CondorPlatform: X86_64-Linux $");
         ad.insert_value("StartdIpAddr", self.address.as_str());
         ad.insert_value("MyAddress", self.address.as_str());
