@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use classad::{ClassAd, Expr};
 use skua_daemon::{now_secs, Advertiser, DaemonContext};
 use skua_net::routing::post;
-use skua_net::{ApiError, AuthLevel, Caller, Json, Listener, Routes, Server, State};
+use skua_net::{ApiError, AuthLevel, Caller, Json, Routes, State};
 use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
@@ -439,24 +439,15 @@ pub fn queue_path(ctx: &DaemonContext) -> anyhow::Result<PathBuf> {
 
 fn counts_ads(
     schedd: &Schedd,
+    up: &skua_daemon::Listening,
     name: &str,
     uid_domain: &str,
-    addr: &str,
-    start: i64,
 ) -> (ClassAd, BTreeMap<String, ClassAd>) {
     let counts = schedd.queue().submitter_counts();
-    let mut ad = ClassAd::new();
-    ad.insert_value("MyType", "Scheduler");
-    ad.insert_value("Name", name);
-    ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
-    ad.insert_value("MyAddress", addr);
+    let addr = up.sinful.as_str();
+    let mut ad = up.ad_header("Scheduler", name);
     ad.insert_value("ScheddIpAddr", addr);
-    ad.insert_value("DaemonStartTime", start);
     ad.insert_value("UidDomain", uid_domain);
-    ad.insert_value(
-        "CondorVersion",
-        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
-    );
     let total = |f: fn(&skua_queue::SubmitterCounts) -> u64| -> i64 {
         counts.values().map(f).sum::<u64>() as i64
     };
@@ -517,16 +508,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let tcp = ctx.tcp_listener(0).await.context("schedd")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("schedd: binding its Unix socket")?;
-
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
+    let host = skua_daemon::host_name();
     let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
     let mut settings = ScheddSettings {
         system_policy: system_policy(&ctx)?,
@@ -608,22 +590,18 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .with_state(shared.clone());
-    let server = Server::new(ctx.server_config(), routes).context("schedd: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("schedd: no TCP address")?;
-    let sinful = format!("<{addr}>");
+    let up = skua_daemon::bring_up(&ctx, 0, routes)
+        .await
+        .context("schedd")?;
+    let sinful = up.sinful.clone();
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
     {
         let mut s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
         s.set_submit_host(&sinful);
     }
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!("schedd listening on {addr} and {}", sock.display());
     crate::lease::release_interrupted(&shared);
 
-    let start = now_secs();
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,
         "PERIODIC_EXPR_INTERVAL",
@@ -662,7 +640,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         if advertise_now {
             let (ad, submitters) = {
                 let s = shared.schedd.lock().unwrap_or_else(|e| e.into_inner());
-                counts_ads(&s, &name, &ctx.uid_domain, &sinful, start)
+                counts_ads(&s, &up, &name, &ctx.uid_domain)
             };
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");
@@ -696,7 +674,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             let _ = adv.invalidate().await;
         }
     }
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    up.shut_down().await;
     Ok(())
 }

@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use skua_daemon::context::Locator;
 use skua_daemon::{now_secs, DaemonContext};
 use skua_net::routing::post;
-use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
+use skua_net::{ApiError, Caller, Json, Routes, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, AdUpdate, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
     DeactivateRequest, DrainRequest, Invalidate, MatchNotice, ReleaseRequest, SlotStates,
@@ -1024,13 +1024,6 @@ pub fn read_attribute_file(path: &Path) -> BTreeMap<String, Expr> {
     out
 }
 
-fn host_name() -> String {
-    skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into())
-}
-
 /// Runs the startd until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     let start = now_secs();
@@ -1045,7 +1038,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         &ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
         &execute,
     );
-    let host = host_name();
+    let host = skua_daemon::host_name();
     let sources = FactSources {
         execute: execute.clone(),
         console_devices: ctx
@@ -1070,11 +1063,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let setup = starter_setup(&ctx, execute.clone())?;
     let mut machine = Machine::new(facts, config, start);
 
-    let tcp = ctx.tcp_listener(0).await.context("startd")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("startd: binding its Unix socket")?;
     let (events_tx, mut events) = mpsc::channel::<Event>(256);
     let routes = Routes::new()
         .command(&routes::STARTD_MATCH, post(match_route))
@@ -1088,15 +1076,12 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .with_state(Shared {
             events: events_tx.clone(),
         });
-    let server = Server::new(ctx.server_config(), routes).context("startd: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("startd: no TCP address")?;
-    machine.address = format!("<{addr}>");
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
+    let up = skua_daemon::bring_up(&ctx, 0, routes)
+        .await
+        .context("startd")?;
+    machine.address = up.sinful.clone();
     tracing::info!(
-        "startd listening on {addr} and {}; {} slot(s), starter {}",
-        sock.display(),
+        "startd: {} slot(s), starter {}",
         machine.slots.len(),
         setup.program.display()
     );
@@ -1237,7 +1222,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         signal_starter(&shell.starters, slot, Signal::SIGQUIT);
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), advertiser).await;
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    up.shut_down().await;
     Ok(())
 }
