@@ -2,7 +2,10 @@
 //! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`, TLS
 //! unless loopback) and its Unix socket (`$(LOCK)/<daemon>.sock`), serve its
 //! routes with the context's server configuration, publish the TCP address
-//! in its address file (`<SUBSYS>_ADDRESS_FILE`), and log where it listens.
+//! in its address file (`<SUBSYS>_ADDRESS_FILE`), and log where it listens:
+//! [`bring_up`], or [`bind`] and later [`Bound::serve`] for a daemon with
+//! long work in between (callers connecting meanwhile wait, as they would
+//! for a busy daemon).
 //! The [`Listening`] daemon then fills the common header of its ads
 //! ([`Listening::ad_header`]) and, at the end, withdraws its address file and
 //! stops serving ([`Listening::shut_down`]).
@@ -33,12 +36,28 @@ pub struct Listening {
 }
 
 /// Brings the daemon of `ctx` up on TCP port `port` (0: any) and its Unix
-/// socket, serving `routes`; see the module documentation.
+/// socket, serving `routes`; see the module documentation. The same as
+/// [`bind`] then [`Bound::serve`].
 pub async fn bring_up(
     ctx: &DaemonContext,
     port: u16,
     routes: Routes,
 ) -> Result<Listening, DaemonError> {
+    bind(ctx, port).await?.serve(ctx, routes).await
+}
+
+/// A daemon's listeners, bound but not served yet: callers connecting wait
+/// (in the listen backlog) until [`Bound::serve`]. For a daemon with long
+/// work between binding and serving (the schedd recovering its queue).
+pub struct Bound {
+    tcp: Listener,
+    unix: Listener,
+    socket: PathBuf,
+}
+
+/// Binds the TCP listener of the daemon of `ctx` on `port` (0: any) and its
+/// Unix socket.
+pub async fn bind(ctx: &DaemonContext, port: u16) -> Result<Bound, DaemonError> {
     let daemon = ctx.subsystem.to_ascii_lowercase();
     let tcp = ctx
         .tcp_listener(port)
@@ -51,28 +70,42 @@ pub async fn bring_up(
             socket.display()
         ))
     })?;
-    let server = Server::new(ctx.server_config(), routes)
-        .map_err(|e| DaemonError::Net(format!("{daemon}: server setup: {e}")))?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let Some(addr) = handle.local_addr() else {
-        handle.shutdown().await;
-        return Err(DaemonError::Net(format!("{daemon}: no TCP address")));
-    };
-    let address_file = ctx.address_file()?;
-    if let Err(e) = crate::write_address_file(&address_file, addr) {
-        handle.shutdown().await;
-        return Err(DaemonError::Io(format!("{daemon}: {e}")));
+    Ok(Bound { tcp, unix, socket })
+}
+
+impl Bound {
+    /// Serves `routes` on the bound listeners, publishes the TCP address in
+    /// the address file and logs where the daemon listens.
+    pub async fn serve(
+        self,
+        ctx: &DaemonContext,
+        routes: Routes,
+    ) -> Result<Listening, DaemonError> {
+        let daemon = ctx.subsystem.to_ascii_lowercase();
+        let Bound { tcp, unix, socket } = self;
+        let server = Server::new(ctx.server_config(), routes)
+            .map_err(|e| DaemonError::Net(format!("{daemon}: server setup: {e}")))?;
+        let handle = server.spawn(vec![tcp, unix]);
+        let Some(addr) = handle.local_addr() else {
+            handle.shutdown().await;
+            return Err(DaemonError::Net(format!("{daemon}: no TCP address")));
+        };
+        let address_file = ctx.address_file()?;
+        if let Err(e) = crate::write_address_file(&address_file, addr) {
+            handle.shutdown().await;
+            return Err(DaemonError::Io(format!("{daemon}: {e}")));
+        }
+        tracing::info!("{daemon} listening on {addr} and {}", socket.display());
+        Ok(Listening {
+            addr,
+            sinful: format!("<{addr}>"),
+            socket,
+            address_file,
+            host: host_name(),
+            start_time: ctx.clock.now_secs(),
+            handle,
+        })
     }
-    tracing::info!("{daemon} listening on {addr} and {}", socket.display());
-    Ok(Listening {
-        addr,
-        sinful: format!("<{addr}>"),
-        socket,
-        address_file,
-        host: host_name(),
-        start_time: ctx.clock.now_secs(),
-        handle,
-    })
 }
 
 impl Listening {

@@ -26,7 +26,7 @@ pub use address::{
     write_address_file, AddressError,
 };
 pub use advertise::Advertiser;
-pub use bringup::{bring_up, host_name, Listening};
+pub use bringup::{bind, bring_up, host_name, Bound, Listening};
 pub use clock::{Clock, ManualClock};
 pub use context::{DaemonContext, DaemonError};
 

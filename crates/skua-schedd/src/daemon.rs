@@ -508,6 +508,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    let bound = skua_daemon::bind(&ctx, 0).await.context("schedd")?;
+
     let host = skua_daemon::host_name();
     let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
     let mut settings = ScheddSettings {
@@ -590,9 +592,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .with_state(shared.clone());
-    let up = skua_daemon::bring_up(&ctx, 0, routes)
-        .await
-        .context("schedd")?;
+    let up = bound.serve(&ctx, routes).await.context("schedd")?;
     let sinful = up.sinful.clone();
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
