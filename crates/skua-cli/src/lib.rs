@@ -23,7 +23,7 @@ pub use submit_cmd::build_submission;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
-#[command(name = "skua", version, about)]
+#[command(name = "skua", version = skua_proto::SKUA_VERSION, about)]
 struct SkuaCli {
     #[command(subcommand)]
     command: SkuaCommand,
@@ -144,7 +144,7 @@ pub fn main_skua() -> ExitCode {
 
 /// `skuad`: runs a daemon by role.
 #[derive(Parser)]
-#[command(name = "skuad", version, about)]
+#[command(name = "skuad", version = skua_proto::SKUA_VERSION, about)]
 struct SkuadCli {
     /// The daemon to run: `master`, `collector`, `negotiator`, `schedd`,
     /// `startd` or `starter` (one job; its spec as JSON on standard input).

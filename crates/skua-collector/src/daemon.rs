@@ -6,30 +6,71 @@
 //! `COLLECTOR_ADDRESS_FILE`). Updates and invalidations need DAEMON;
 //! queries need READ. Ads live in memory only: after a restart the daemons
 //! re-advertise within one update interval.
+//!
+//! The shell's loop owns the [`AdStore`]; request handlers send it an
+//! [`Event`] and wait for its answer. An update is parsed by its handler
+//! and stored by the loop before it is acknowledged, so a query that
+//! follows sees it. A query takes from the loop only the shared handles of
+//! the candidate ads (cheap: reference counts) and evaluates its constraint
+//! outside the loop, on a blocking thread, streaming the reply; the loop
+//! never evaluates a user's expression. Expiry (every second) and the
+//! collector's own ad (every `UPDATE_INTERVAL`) run on the daemon's clock.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use classad::ClassAd;
-use skua_daemon::{now_secs, DaemonContext};
+use classad::{ClassAd, EvalOptions};
+use skua_daemon::{DaemonContext, Listening};
 use skua_net::routing::post;
-use skua_net::{
-    json_array_response, ApiError, Caller, Json, JsonStream, Listener, Routes, Server, State,
-};
+use skua_net::{json_array_response, ApiError, Caller, Json, JsonStream, Routes, State};
 use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query, QueryReply};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::store::{select_ads, AdStore, AdType, StoreConfig, TypeFilter};
 
-type Shared = Arc<Mutex<AdStore>>;
+/// What the loop is asked to do; every request carries its reply.
+enum Event {
+    /// Store an ad (parsed by the handler); the reply says whether it is
+    /// new.
+    Update {
+        ad_type: AdType,
+        name: String,
+        ad: ClassAd,
+        lifetime: Option<u64>,
+        reply: oneshot::Sender<bool>,
+    },
+    /// Withdraw an ad; the reply says whether there was one.
+    Invalidate {
+        ad_type: AdType,
+        name: String,
+        reply: oneshot::Sender<bool>,
+    },
+    /// The candidate ads of a query (shared handles) and the evaluation
+    /// options of the moment.
+    Candidates {
+        filter: TypeFilter,
+        reply: oneshot::Sender<(Vec<ClassAd>, EvalOptions)>,
+    },
+}
 
-fn lock(store: &Shared) -> std::sync::MutexGuard<'_, AdStore> {
-    store.lock().unwrap_or_else(|e| e.into_inner())
+/// What the handlers hold: the way to the loop.
+#[derive(Clone)]
+struct Loop {
+    events: mpsc::Sender<Event>,
+}
+
+impl Loop {
+    /// Sends `make(reply)` to the loop and waits for its answer.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Event) -> Result<T, ApiError> {
+        let gone = || ApiError::unavailable("the collector is shutting down");
+        let (tx, rx) = oneshot::channel();
+        self.events.send(make(tx)).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
 }
 
 async fn update(
-    State(store): State<Shared>,
+    State(shell): State<Loop>,
     caller: Caller,
     Json(u): Json<AdUpdate>,
 ) -> Result<Json<Ack>, ApiError> {
@@ -40,22 +81,34 @@ async fn update(
         return Err(ApiError::bad_request("an ad needs a name"));
     }
     let lifetime = (u.lifetime_secs > 0).then_some(u.lifetime_secs);
-    let outcome = lock(&store).update(&AdType::new(&u.ad_type), &u.name, ad, lifetime, now_secs());
-    if outcome.inserted {
+    let inserted = shell
+        .ask(|reply| Event::Update {
+            ad_type: AdType::new(&u.ad_type),
+            name: u.name.clone(),
+            ad,
+            lifetime,
+            reply,
+        })
+        .await?;
+    if inserted {
         tracing::info!("new {} ad {} from {}", u.ad_type, u.name, caller.identity);
     }
     Ok(Json(Ack {}))
 }
 
 async fn invalidate(
-    State(store): State<Shared>,
+    State(shell): State<Loop>,
     caller: Caller,
     Json(i): Json<Invalidate>,
-) -> Json<Ack> {
-    if lock(&store)
-        .invalidate(&AdType::new(&i.ad_type), &i.name)
-        .is_some()
-    {
+) -> Result<Json<Ack>, ApiError> {
+    let removed = shell
+        .ask(|reply| Event::Invalidate {
+            ad_type: AdType::new(&i.ad_type),
+            name: i.name.clone(),
+            reply,
+        })
+        .await?;
+    if removed {
         tracing::info!(
             "{} ad {} withdrawn by {}",
             i.ad_type,
@@ -63,11 +116,11 @@ async fn invalidate(
             caller.identity
         );
     }
-    Json(Ack {})
+    Ok(Json(Ack {}))
 }
 
 async fn query(
-    State(store): State<Shared>,
+    State(shell): State<Loop>,
     Json(q): Json<Query>,
 ) -> Result<JsonStream<QueryReply>, ApiError> {
     let constraint = q
@@ -78,13 +131,12 @@ async fn query(
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("constraint: {e}")))?;
     let filter = TypeFilter::parse(&q.ad_type);
-    // Under the lock only the shared handles of the candidate ads; the
+    // From the loop only the shared handles of the candidate ads; the
     // constraint (any user expression) is evaluated outside it, on a
     // blocking thread, and stops if the request is given up.
-    let (candidates, opts) = {
-        let s = lock(&store);
-        (s.candidates(&filter), s.eval_options(now_secs()))
-    };
+    let (candidates, opts) = shell
+        .ask(|reply| Event::Candidates { filter, reply })
+        .await?;
     let projection = q.projection;
     let ads = skua_daemon::work::off_thread(move |cancel| {
         select_ads(&candidates, constraint.as_ref(), &projection, opts, || {
@@ -103,39 +155,46 @@ async fn query(
 }
 
 /// The collector's own ad.
-fn collector_ad(
-    ctx: &DaemonContext,
-    name: &str,
-    addr: &str,
-    start: i64,
-    store: &Shared,
-) -> ClassAd {
-    let mut ad = ClassAd::new();
-    ad.insert_value("MyType", "Collector");
-    ad.insert_value("Name", name);
-    ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
-    ad.insert_value("MyAddress", format!("<{addr}>"));
-    ad.insert_value("DaemonStartTime", start);
+fn collector_ad(ctx: &DaemonContext, up: &Listening, name: &str, store: &AdStore) -> ClassAd {
+    let mut ad = up.ad_header("Collector", name);
     ad.insert_value("UidDomain", ctx.uid_domain.as_str());
-    ad.insert_value(
-        "CondorVersion",
-        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
-    );
-    let (machines, total) = {
-        let s = lock(store);
-        (s.len_of(&AdType::machine()) as i64, s.len() as i64)
-    };
-    ad.insert_value("HostsTotal", machines);
-    ad.insert_value("AdsTotal", total);
+    ad.insert_value("HostsTotal", store.len_of(&AdType::machine()) as i64);
+    ad.insert_value("AdsTotal", store.len() as i64);
     ad
+}
+
+/// Carries out one event on the store at `now`.
+fn handle(store: &mut AdStore, event: Event, now: i64) {
+    match event {
+        Event::Update {
+            ad_type,
+            name,
+            ad,
+            lifetime,
+            reply,
+        } => {
+            let outcome = store.update(&ad_type, &name, ad, lifetime, now);
+            let _ = reply.send(outcome.inserted);
+        }
+        Event::Invalidate {
+            ad_type,
+            name,
+            reply,
+        } => {
+            let _ = reply.send(store.invalidate(&ad_type, &name).is_some());
+        }
+        Event::Candidates { filter, reply } => {
+            let _ = reply.send((store.candidates(&filter), store.eval_options(now)));
+        }
+    }
 }
 
 /// Runs the collector until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-    let store: Shared = Arc::new(Mutex::new(AdStore::new(StoreConfig {
+    let mut store = AdStore::new(StoreConfig {
         default_lifetime: ctx.classad_lifetime,
         ..StoreConfig::default()
-    })));
+    });
     let port = ctx
         .knob("COLLECTOR_HOST")?
         .and_then(|h| {
@@ -143,44 +202,33 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 .and_then(|(_, p)| p.trim().parse::<u16>().ok())
         })
         .unwrap_or(skua_daemon::context::DEFAULT_COLLECTOR_PORT);
-    let tcp = ctx.tcp_listener(port).await.context("collector")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("collector: binding its Unix socket")?;
+    let (events_tx, mut events) = mpsc::channel::<Event>(1024);
     let routes = Routes::new()
         .command(&routes::COLLECTOR_UPDATE, post(update))
         .command(&routes::COLLECTOR_INVALIDATE, post(invalidate))
         .command(&routes::COLLECTOR_QUERY, post(query))
-        .with_state(store.clone());
-    let server = Server::new(ctx.server_config(), routes).context("collector: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("collector: no TCP address")?;
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!("collector listening on {addr} and {}", sock.display());
+        .with_state(Loop { events: events_tx });
+    let up = skua_daemon::bring_up(&ctx, port, routes)
+        .await
+        .context("collector")?;
 
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
-    let name = format!("collector@{host}");
-    let start = now_secs();
-    let interval = ctx.update_interval;
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let name = format!("collector@{}", up.host);
+    let clock = ctx.clock.clone();
+    let mut tick = clock.ticker(Duration::from_secs(1));
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let mut interval = interval;
+    let mut interval = ctx.update_interval;
     let mut next_self_ad = 0i64;
     loop {
         tokio::select! {
+            Some(event) = events.recv() => handle(&mut store, event, clock.now_secs()),
             _ = tick.tick() => {
-                let now = now_secs();
-                for gone in lock(&store).expire(now) {
+                let now = clock.now_secs();
+                for gone in store.expire(now) {
                     tracing::info!("{} ad {} expired", gone.ad_type, gone.name);
                 }
                 if now >= next_self_ad {
-                    let ad = collector_ad(&ctx, &name, &addr.to_string(), start, &store);
-                    lock(&store).update(&AdType::new("Collector"), &name, ad, None, now);
+                    let ad = collector_ad(&ctx, &up, &name, &store);
+                    store.update(&AdType::new("Collector"), &name, ad, None, now);
                     next_self_ad = now + interval.as_secs() as i64;
                 }
             }
@@ -190,7 +238,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 match DaemonContext::load("COLLECTOR") {
                     Ok(new) => {
                         interval = new.update_interval;
-                        lock(&store).set_default_lifetime(new.classad_lifetime);
+                        store.set_default_lifetime(new.classad_lifetime);
                         tracing::info!("reconfig: configuration re-read (security settings and ports apply at the next start)");
                     }
                     Err(e) => tracing::error!("reconfig: configuration error, keeping the running configuration: {e}"),
@@ -202,7 +250,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     tracing::info!("collector shutting down");
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    up.shut_down().await;
     Ok(())
 }

@@ -18,6 +18,8 @@ pub struct Advertiser {
     ad_type: String,
     name: String,
     lifetime: u64,
+    /// The daemon's clock: the rounds are timed by it.
+    clock: crate::Clock,
 }
 
 impl Advertiser {
@@ -34,6 +36,7 @@ impl Advertiser {
             ad_type: ad_type.to_string(),
             name: name.to_string(),
             lifetime: ctx.classad_lifetime,
+            clock: ctx.clock.clone(),
         })
     }
 
@@ -77,7 +80,7 @@ impl Advertiser {
     }
 
     /// Runs until `shutdown` turns true: sends `make_ad()` now, every
-    /// `interval`, and whenever `changed` is notified; withdraws the ad at
+    /// `interval` of the daemon's clock, and whenever `changed` is notified; withdraws the ad at
     /// the end. Failures are logged and retried at the next round (the
     /// collector may not be up yet, or may be restarting).
     pub async fn run(
@@ -114,7 +117,7 @@ impl Advertiser {
                 interval
             };
             tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
+                _ = self.clock.sleep(wait) => {}
                 _ = changed.notified() => {}
                 _ = shutdown.changed() => {}
             }

@@ -1,7 +1,8 @@
 //! What every Skua daemon shares: the configuration read from the real
 //! system, directories, logging, the security setup (pool signing key,
-//! daemon token, ALLOW/DENY policy), address files, and the loop that
-//! advertises a daemon's ad to the collector; jobs' cgroups (`cgroup`,
+//! daemon token, ALLOW/DENY policy), address files, bringing a daemon up
+//! (`bringup`: listeners, server, address file, its ads' common header), the
+//! clock, and the loop that advertises a daemon's ad to the collector; jobs' cgroups (`cgroup`,
 //! shared by the starter and the startd).
 //!
 //! This is the edge where the file system, the environment and the clock are
@@ -11,6 +12,7 @@
 pub mod account;
 pub mod address;
 pub mod advertise;
+pub mod bringup;
 pub mod cgroup;
 pub mod clock;
 pub mod context;
@@ -24,6 +26,7 @@ pub use address::{
     write_address_file, AddressError,
 };
 pub use advertise::Advertiser;
+pub use bringup::{bind, bring_up, host_name, Bound, Listening};
 pub use clock::{Clock, ManualClock};
 pub use context::{DaemonContext, DaemonError};
 

@@ -2,34 +2,50 @@
 //! restarts them as the [`Supervisor`] decides, answers `skua
 //! off|on|restart|reconfig`, advertises a Master ad, and stops everything on
 //! SIGTERM.
+//!
+//! The shell's loop owns the supervisor and the children's pids: the
+//! command handler and the tasks waiting for children send it an [`Event`],
+//! it feeds the supervisor (with the time since start, by the daemon's
+//! clock) and carries out the actions it returns; the Master ad is handed
+//! to the advertiser whenever a child starts or exits.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use classad::ClassAd;
-use skua_daemon::{now_secs, Advertiser, DaemonContext};
+use skua_daemon::{Advertiser, Clock, DaemonContext, Listening};
 use skua_net::routing::post;
-use skua_net::{ApiError, Caller, Json, Listener, Routes, Server, State};
+use skua_net::{ApiError, Caller, Json, Routes, State};
 use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::supervisor::{
-    Action, Command, Event, ExitStatus, LogLevel, Signal, Supervisor, SupervisorConfig,
+    self, Action, Command, ExitStatus, LogLevel, Signal, Supervisor, SupervisorConfig,
 };
 
-/// A request to the supervisor loop from the command handler.
-struct CommandRequest {
-    command: Command,
-    daemon: Option<String>,
-    reply: oneshot::Sender<String>,
+/// What the loop is told: an administrator's command (with its reply) or a
+/// child's exit.
+enum Event {
+    /// `skua off|on|restart|reconfig`; the reply summarizes what was done.
+    Command {
+        command: Command,
+        daemon: Option<String>,
+        reply: oneshot::Sender<String>,
+    },
+    /// A child exited, at `at` by the daemon's clock.
+    ChildExited {
+        name: String,
+        status: ExitStatus,
+        at: SystemTime,
+    },
 }
 
 #[derive(Clone)]
 struct HandlerState {
-    commands: mpsc::UnboundedSender<CommandRequest>,
+    events: mpsc::UnboundedSender<Event>,
 }
 
 async fn command(
@@ -50,8 +66,8 @@ async fn command(
         caller.identity
     );
     let (tx, rx) = oneshot::channel();
-    st.commands
-        .send(CommandRequest {
+    st.events
+        .send(Event::Command {
             command,
             daemon: c.daemon,
             reply: tx,
@@ -154,8 +170,18 @@ fn exit_status(s: std::process::ExitStatus) -> ExitStatus {
     }
 }
 
-struct Children {
-    pids: BTreeMap<String, u32>,
+/// The Master ad: the common header, `DaemonList`, and each running
+/// child's `<NAME>_PID`.
+fn master_ad(up: &Listening, daemon_list: &str, pids: &BTreeMap<String, u32>) -> ClassAd {
+    let mut ad = up.ad_header("DaemonMaster", &up.host);
+    ad.insert_value("DaemonList", daemon_list);
+    for (name, pid) in pids {
+        ad.insert_value(
+            &format!("{}_PID", name.to_ascii_uppercase()),
+            i64::from(*pid),
+        );
+    }
+    ad
 }
 
 /// Runs the master until the supervisor says every child is gone after a
@@ -166,87 +192,51 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .unwrap_or_else(|| "MASTER".to_string());
     let names = skua_daemon::security::split_list(&list);
     let mut sup = Supervisor::new(&names, supervisor_config(&ctx)?).context("DAEMON_LIST")?;
-    let origin = Instant::now();
-    let start_time = now_secs();
+    // the supervisor's time: since the start, by the daemon's clock
+    let clock = ctx.clock.clone();
+    let origin = clock.now();
+    let since_start = |at: SystemTime| at.duration_since(origin).unwrap_or_default();
 
-    let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<CommandRequest>();
-    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<Event>();
-
-    let tcp = ctx.tcp_listener(0).await.context("master")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("master: binding its Unix socket")?;
+    let (ev_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let routes = Routes::new()
         .command(&routes::MASTER_COMMAND, post(command))
-        .with_state(HandlerState { commands: cmd_tx });
-    let handle = Server::new(ctx.server_config(), routes)?.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("master: no TCP address")?;
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!(
-        "master listening on {addr} and {}; daemons: {}",
-        sock.display(),
-        names.join(", ")
-    );
-
-    // the Master ad
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
-    let children = Arc::new(Mutex::new(Children {
-        pids: BTreeMap::new(),
-    }));
-    let changed = Arc::new(Notify::new());
-    let (adv_tx, adv_rx) = watch::channel(false);
-    let advertiser = Advertiser::new(&ctx, "Master", &host)?;
-    let ad_children = children.clone();
+        .with_state(HandlerState {
+            events: ev_tx.clone(),
+        });
+    let up = skua_daemon::bring_up(&ctx, 0, routes)
+        .await
+        .context("master")?;
     let daemon_list = names.join(", ");
-    let my_addr = format!("<{addr}>");
-    let ad_host = host.clone();
-    let adv_task = tokio::spawn(advertiser.run(
-        move || {
-            let mut ad = ClassAd::new();
-            ad.insert_value("MyType", "DaemonMaster");
-            ad.insert_value("Name", ad_host.as_str());
-            ad.insert_value("Machine", ad_host.as_str());
-            ad.insert_value("MyAddress", my_addr.as_str());
-            ad.insert_value("DaemonStartTime", start_time);
-            ad.insert_value("DaemonList", daemon_list.as_str());
-            let pids = ad_children
-                .lock()
-                .map(|c| c.pids.clone())
-                .unwrap_or_default();
-            for (name, pid) in pids {
-                ad.insert_value(&format!("{}_PID", name.to_ascii_uppercase()), pid as i64);
-            }
-            ad.insert_value(
-                "CondorVersion",
-                concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
-            );
-            ad
-        },
+    tracing::info!("master's daemons: {daemon_list}");
+
+    // the Master ad, rebuilt by the loop whenever a child starts or exits
+    let mut pids: BTreeMap<String, u32> = BTreeMap::new();
+    let changed = Arc::new(Notify::new());
+    let (ad_tx, ad_rx) = watch::channel(master_ad(&up, &daemon_list, &pids));
+    let (adv_tx, adv_rx) = watch::channel(false);
+    let adv_task = tokio::spawn(Advertiser::new(&ctx, "Master", &up.host)?.run(
+        move || ad_rx.borrow().clone(),
         ctx.update_interval,
         changed.clone(),
         adv_rx,
     ));
+    let publish = |pids: &BTreeMap<String, u32>| {
+        ad_tx.send_replace(master_ad(&up, &daemon_list, pids));
+        changed.notify_one();
+    };
 
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let now = |o: Instant| o.elapsed();
-    let mut pending = sup.handle(Event::Start);
+    let mut pending = sup.handle(supervisor::Event::Start);
     let mut exit = false;
     let mut shutting_down = false;
     while !exit {
         for action in std::mem::take(&mut pending) {
             match action {
                 Action::Spawn { name } => {
-                    let event = spawn_child(&ctx, &name, &ev_tx, now(origin));
-                    if let Event::ChildStarted { pid, .. } = &event {
-                        if let Ok(mut c) = children.lock() {
-                            c.pids.insert(name.clone(), *pid);
-                        }
-                        changed.notify_one();
+                    let event = spawn_child(&ctx, &name, &ev_tx, since_start(clock.now()));
+                    if let supervisor::Event::ChildStarted { pid, .. } = &event {
+                        pids.insert(name.clone(), *pid);
+                        publish(&pids);
                     }
                     pending.extend(sup.handle(event));
                 }
@@ -278,56 +268,55 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
         let wait = sup
             .next_deadline()
-            .map(|d| d.saturating_sub(now(origin)))
+            .map(|d| d.saturating_sub(since_start(clock.now())))
             .unwrap_or(Duration::from_secs(1))
             .min(Duration::from_secs(1));
         tokio::select! {
-            Some(ev) = ev_rx.recv() => {
-                if let Event::ChildExited { name, status, .. } = &ev {
+            Some(event) = events.recv() => match event {
+                Event::ChildExited { name, status, at } => {
                     tracing::warn!("{name} exited ({status})");
-                    if let Ok(mut c) = children.lock() { c.pids.remove(name); }
-                    changed.notify_one();
+                    pids.remove(&name);
+                    publish(&pids);
+                    pending = sup.handle(supervisor::Event::ChildExited { name, status, now: since_start(at) });
                 }
-                pending = sup.handle(ev);
-            }
-            Some(req) = cmd_rx.recv() => {
-                if req.command == Command::Reconfig {
-                    if let Err(e) = check_configuration() {
-                        let _ = req.reply.send(e);
-                        continue;
+                Event::Command { command, daemon, reply } => {
+                    if command == Command::Reconfig {
+                        if let Err(e) = check_configuration() {
+                            let _ = reply.send(e);
+                            continue;
+                        }
                     }
+                    pending = sup.handle(supervisor::Event::Command { command, daemon, now: since_start(clock.now()) });
+                    let summary = pending.iter().filter_map(|a| match a {
+                        Action::Log { level, message } if *level >= LogLevel::Info => Some(message.clone()),
+                        Action::GiveUp { message, .. } => Some(message.clone()),
+                        Action::Signal { name, signal, .. } => Some(format!("sent {signal} to {name}")),
+                        _ => None,
+                    }).collect::<Vec<_>>().join("; ");
+                    let _ = reply.send(if summary.is_empty() { "done".to_string() } else { summary });
                 }
-                pending = sup.handle(Event::Command { command: req.command, daemon: req.daemon, now: now(origin) });
-                let summary = pending.iter().filter_map(|a| match a {
-                    Action::Log { level, message } if *level >= LogLevel::Info => Some(message.clone()),
-                    Action::GiveUp { message, .. } => Some(message.clone()),
-                    Action::Signal { name, signal, .. } => Some(format!("sent {signal} to {name}")),
-                    _ => None,
-                }).collect::<Vec<_>>().join("; ");
-                let _ = req.reply.send(if summary.is_empty() { "done".to_string() } else { summary });
-            }
+            },
             _ = hup.recv() => {
                 tracing::info!("SIGHUP: reconfig");
                 if check_configuration().is_ok() {
-                    pending = sup.handle(Event::Command { command: Command::Reconfig, daemon: None, now: now(origin) });
+                    pending = sup.handle(supervisor::Event::Command { command: Command::Reconfig, daemon: None, now: since_start(clock.now()) });
                 }
             }
             _ = shutdown.changed(), if !shutting_down => {
                 if *shutdown.borrow() {
                     shutting_down = true;
                     tracing::info!("shutting down");
-                    pending = sup.handle(Event::Shutdown { now: now(origin) });
+                    pending = sup.handle(supervisor::Event::Shutdown { now: since_start(clock.now()) });
                 }
             }
-            _ = tokio::time::sleep(wait) => {
-                pending = sup.handle(Event::Tick { now: now(origin) });
+            _ = clock.sleep(wait) => {
+                pending = sup.handle(supervisor::Event::Tick { now: since_start(clock.now()) });
             }
         }
     }
     let _ = adv_tx.send(true);
     let _ = adv_task.await;
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    up.shut_down().await;
     tracing::info!("master exiting");
     Ok(())
 }
@@ -338,7 +327,7 @@ fn spawn_child(
     name: &str,
     events: &mpsc::UnboundedSender<Event>,
     now: Duration,
-) -> Event {
+) -> supervisor::Event {
     let spawned = (|| -> anyhow::Result<tokio::process::Child> {
         let (program, args) = program_for(ctx, name)?;
         // a daemon's address file is removed before it starts, so a file
@@ -366,8 +355,7 @@ fn spawn_child(
             let pid = child.id().unwrap_or(0);
             let tx = events.clone();
             let n = name.to_string();
-            let origin_offset = now;
-            let started = Instant::now();
+            let clock: Clock = ctx.clock.clone();
             tokio::spawn(async move {
                 let status = match child.wait().await {
                     Ok(s) => exit_status(s),
@@ -376,11 +364,11 @@ fn spawn_child(
                 let _ = tx.send(Event::ChildExited {
                     name: n,
                     status,
-                    now: origin_offset + started.elapsed(),
+                    at: clock.now(),
                 });
             });
             tracing::info!("started {name} (pid {pid})");
-            Event::ChildStarted {
+            supervisor::Event::ChildStarted {
                 name: name.to_string(),
                 pid,
                 now,
@@ -388,7 +376,7 @@ fn spawn_child(
         }
         Err(e) => {
             tracing::error!("cannot start {name}: {e:#}");
-            Event::SpawnFailed {
+            supervisor::Event::SpawnFailed {
                 name: name.to_string(),
                 error: format!("{e:#}"),
                 now,

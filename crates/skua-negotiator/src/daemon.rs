@@ -20,27 +20,40 @@
 //!
 //! A schedd or startd that does not answer delays nothing but its own part
 //! of the cycle: every call is bounded by a timeout.
+//!
+//! The shell's loop owns the accountant and the cycle's timing; request
+//! handlers send it an [`Event`] (with a reply where they need an answer).
+//! A cycle runs beside the loop's events (a future the loop polls with
+//! them, as it borrows the daemon's context): its calls to the collector,
+//! schedds and startds are awaited, its evaluation over the slots
+//! (resources in use, matchmaking) runs on blocking threads, and it asks
+//! the loop once, by an event, to age the accountant; its figures are what
+//! the future returns. So `skua userprio` is answered while a cycle runs. The accountant is
+//! written by a saver task, in the order the loop hands it copies. Times
+//! (the interval, the ad's times, the accountant's) are the daemon's clock.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use classad::{parse_ad, ClassAd};
-use skua_daemon::{now_secs, Advertiser, DaemonContext};
+use skua_daemon::{Advertiser, DaemonContext, Listening};
 use skua_negotiation::{
-    negotiate, significant_attributes, usage_from_slots, Accountant, CycleInput, Policy, Request,
-    Submitter,
+    negotiate, significant_attributes, usage_from_slots, Accountant, CycleInput, InUse, Policy,
+    Request, Submitter,
 };
 use skua_net::routing::post;
-use skua_net::{ApiError, Json, Listener, Routes, Server};
+use skua_net::{ApiError, Json, Routes};
 use skua_proto::{
     routes, Ack, MatchInfo, MatchNotice, Matches, Query, QueryReply, Reschedule, ResourceRequests,
     ResourceRequestsReply, UserPrioChange, UserPrioEdit, UserPrioQuery, UserPrioRecord,
     UserPrioReply,
 };
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 /// Timeout of each call to a collector, schedd or startd.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
@@ -57,12 +70,47 @@ struct Books {
 }
 
 impl Books {
-    /// Saves the accountant: a temporary file beside it, then a rename.
-    fn save(&self) {
-        let Some(file) = &self.file else { return };
-        if let Err(e) = save_accountant(file, &self.accountant) {
-            tracing::warn!("saving the accountant to {}: {e:#}", file.display());
+    /// Hands a copy of the accountant to the saver; the receiver resolves
+    /// once it is written (or the attempt failed and was logged).
+    fn save(&self, saver: &mpsc::UnboundedSender<Save>) -> oneshot::Receiver<()> {
+        let (done, saved) = oneshot::channel();
+        if let Some(file) = &self.file {
+            let _ = saver.send(Save {
+                file: file.clone(),
+                accountant: self.accountant.clone(),
+                done,
+            });
         }
+        saved
+    }
+}
+
+/// A copy of the accountant to write.
+struct Save {
+    file: PathBuf,
+    accountant: Accountant,
+    done: oneshot::Sender<()>,
+}
+
+/// Writes the accountant copies in the order they come, off the loop, until
+/// every sender is gone.
+async fn saver(mut saves: mpsc::UnboundedReceiver<Save>) {
+    while let Some(save) = saves.recv().await {
+        let Save {
+            file,
+            accountant,
+            done,
+        } = save;
+        let written =
+            tokio::task::spawn_blocking(move || (save_accountant(&file, &accountant), file)).await;
+        match written {
+            Ok((Ok(()), _)) => {}
+            Ok((Err(e), file)) => {
+                tracing::warn!("saving the accountant to {}: {e:#}", file.display())
+            }
+            Err(e) => tracing::warn!("saving the accountant: {e}"),
+        }
+        let _ = done.send(());
     }
 }
 
@@ -108,29 +156,71 @@ fn load_accountant(file: &Path) -> Accountant {
     }
 }
 
-/// What the routes share with the cycle loop.
-struct Shared {
-    wake: Notify,
-    books: Mutex<Books>,
+/// What the loop is told or asked; every question carries its reply.
+enum Event {
+    /// `skua reschedule`: a cycle soon (no sooner than the cycle delay
+    /// after the previous one).
+    Reschedule,
+    /// `skua userprio`.
+    UserPrio {
+        query: UserPrioQuery,
+        reply: oneshot::Sender<UserPrioReply>,
+    },
+    /// `skua userprio -setfactor|-setprio|-resetusage`; the reply comes once
+    /// the change is applied, with a receiver that resolves when it is saved.
+    UserPrioEdit {
+        edit: UserPrioEdit,
+        reply: oneshot::Sender<Result<oneshot::Receiver<()>, String>>,
+    },
+    /// The running cycle's accountant phase: age the priorities to `now`
+    /// with what is in use, save them, and answer every user's effective
+    /// priority and the default factor.
+    Age {
+        now: i64,
+        in_use: BTreeMap<String, InUse>,
+        reply: oneshot::Sender<(BTreeMap<String, f64>, f64)>,
+    },
 }
 
-fn lock(m: &Mutex<Books>) -> MutexGuard<'_, Books> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// What the handlers hold: the way to the loop.
+#[derive(Clone)]
+struct Loop {
+    events: mpsc::Sender<Event>,
+}
+
+impl Loop {
+    /// Sends `make(reply)` to the loop and waits for its answer.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Event) -> Result<T, ApiError> {
+        let gone = || ApiError::unavailable("the negotiator is shutting down");
+        let (tx, rx) = oneshot::channel();
+        self.events.send(make(tx)).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
 }
 
 async fn reschedule(
-    skua_net::State(shared): skua_net::State<Arc<Shared>>,
+    skua_net::State(shell): skua_net::State<Loop>,
     Json(_): Json<Reschedule>,
-) -> Json<Ack> {
-    shared.wake.notify_one();
-    Json(Ack {})
+) -> Result<Json<Ack>, ApiError> {
+    shell
+        .events
+        .send(Event::Reschedule)
+        .await
+        .map_err(|_| ApiError::unavailable("the negotiator is shutting down"))?;
+    Ok(Json(Ack {}))
 }
 
 async fn userprio(
-    skua_net::State(shared): skua_net::State<Arc<Shared>>,
-    Json(q): Json<UserPrioQuery>,
-) -> Json<UserPrioReply> {
-    let books = lock(&shared.books);
+    skua_net::State(shell): skua_net::State<Loop>,
+    Json(query): Json<UserPrioQuery>,
+) -> Result<Json<UserPrioReply>, ApiError> {
+    Ok(Json(
+        shell.ask(|reply| Event::UserPrio { query, reply }).await?,
+    ))
+}
+
+/// The reply of `skua userprio`.
+fn userprio_reply(books: &Books, q: &UserPrioQuery) -> UserPrioReply {
     let users = books
         .accountant
         .standings(books.default_factor)
@@ -151,36 +241,64 @@ async fn userprio(
             last_usage_time: s.last_usage_time,
         })
         .collect();
-    Json(UserPrioReply {
+    UserPrioReply {
         users,
         default_factor: books.default_factor,
         halflife: books.halflife,
         last_update: books.accountant.last_update,
-    })
+    }
 }
 
 async fn userprio_edit(
-    skua_net::State(shared): skua_net::State<Arc<Shared>>,
+    skua_net::State(shell): skua_net::State<Loop>,
     caller: skua_net::Caller,
     Json(e): Json<UserPrioEdit>,
 ) -> Result<Json<Ack>, ApiError> {
-    let mut books = lock(&shared.books);
-    let done = match e.change {
+    let (user, change) = (e.user.clone(), e.change.clone());
+    let saved = shell
+        .ask(|reply| Event::UserPrioEdit { edit: e, reply })
+        .await?
+        .map_err(ApiError::bad_request)?;
+    tracing::info!(
+        "{} changed the record of {}: {:?}",
+        caller.identity,
+        user,
+        change
+    );
+    // answered once the change is on disk, as it is kept across restarts
+    let _ = saved.await;
+    Ok(Json(Ack {}))
+}
+
+/// Applies an administrator's change to the books at `now`.
+fn edit_books(books: &mut Books, e: &UserPrioEdit, now: i64) -> Result<(), String> {
+    match e.change {
         UserPrioChange::SetFactor { factor } => books.accountant.set_factor(&e.user, factor),
         UserPrioChange::SetPriority { priority } => {
             books.accountant.set_priority(&e.user, priority)
         }
-        UserPrioChange::ResetUsage => books.accountant.reset_usage(&e.user, now_secs()),
-    };
-    done.map_err(|err| ApiError::bad_request(err.to_string()))?;
-    tracing::info!(
-        "{} changed the record of {}: {:?}",
-        caller.identity,
-        e.user,
-        e.change
-    );
-    books.save();
-    Ok(Json(Ack {}))
+        UserPrioChange::ResetUsage => books.accountant.reset_usage(&e.user, now),
+    }
+    .map_err(|err| err.to_string())
+}
+
+/// Ages the books to `now` with what is in use; every user's effective
+/// priority and the default factor.
+fn age_books(
+    books: &mut Books,
+    now: i64,
+    in_use: &BTreeMap<String, InUse>,
+) -> (BTreeMap<String, f64>, f64) {
+    let halflife = books.halflife;
+    books.accountant.update(now, in_use, halflife);
+    let f = books.default_factor;
+    let prios = books
+        .accountant
+        .customers
+        .keys()
+        .map(|u| (u.clone(), books.accountant.effective_priority(u, f)))
+        .collect();
+    (prios, f)
 }
 
 /// A new claim id: 32 random bytes, hex.
@@ -264,7 +382,9 @@ fn policy(ctx: &DaemonContext) -> anyhow::Result<Policy> {
     Ok(p)
 }
 
-async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStats> {
+/// One negotiation cycle, outside the loop: `events` reaches the loop for
+/// the accountant's phase.
+async fn cycle(ctx: &DaemonContext, events: &mpsc::Sender<Event>) -> anyhow::Result<CycleStats> {
     let started = Instant::now();
     let policy = policy(ctx)?;
     let slots = query(ctx, "Machine").await?;
@@ -275,23 +395,23 @@ async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStat
         ..CycleStats::default()
     };
     // Phase 2: the accountant, aged to now with what is in use.
-    let now = now_secs();
-    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
-    let in_use = usage_from_slots(&mut ev, &slots, &policy);
-    let (priorities, default_factor) = {
-        let mut books = lock(&shared.books);
-        let halflife = books.halflife;
-        books.accountant.update(now, &in_use, halflife);
-        books.save();
-        let f = books.default_factor;
-        let prios: BTreeMap<String, f64> = books
-            .accountant
-            .customers
-            .keys()
-            .map(|u| (u.clone(), books.accountant.effective_priority(u, f)))
-            .collect();
-        (prios, f)
-    };
+    // (what is in use is evaluated over every slot: on a blocking thread)
+    let now = ctx.clock.now_secs();
+    let (slots, policy, mut ev, in_use) = tokio::task::spawn_blocking(move || {
+        let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+        let in_use = usage_from_slots(&mut ev, &slots, &policy);
+        (slots, policy, ev, in_use)
+    })
+    .await
+    .context("the usage task failed")?;
+    let (reply, answer) = oneshot::channel();
+    events
+        .send(Event::Age { now, in_use, reply })
+        .await
+        .map_err(|_| anyhow::anyhow!("the negotiator is shutting down"))?;
+    let (priorities, default_factor) = answer
+        .await
+        .map_err(|_| anyhow::anyhow!("the negotiator is shutting down"))?;
     // Ask every schedd with idle jobs for its requests.
     let mut submitters = Vec::new();
     let mut schedd_of: BTreeMap<String, String> = BTreeMap::new();
@@ -352,7 +472,7 @@ async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStat
     }
     stats.submitters = submitters.len();
     if submitters.is_empty() {
-        stats.end = now_secs();
+        stats.end = ctx.clock.now_secs();
         stats.duration = started.elapsed();
         return Ok(stats);
     }
@@ -458,23 +578,14 @@ async fn cycle(ctx: &DaemonContext, shared: &Shared) -> anyhow::Result<CycleStat
             Err(e) => tracing::warn!("{n} match(es) for {submitter} not delivered: {e}"),
         }
     }
-    stats.end = now_secs();
+    stats.end = ctx.clock.now_secs();
     stats.duration = started.elapsed();
     Ok(stats)
 }
 
-fn negotiator_ad(name: &str, addr: &str, start: i64, last: &CycleStats) -> ClassAd {
-    let mut ad = ClassAd::new();
-    ad.insert_value("MyType", "Negotiator");
-    ad.insert_value("Name", name);
-    ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
-    ad.insert_value("MyAddress", addr);
-    ad.insert_value("NegotiatorIpAddr", addr);
-    ad.insert_value("DaemonStartTime", start);
-    ad.insert_value(
-        "CondorVersion",
-        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
-    );
+fn negotiator_ad(up: &Listening, name: &str, last: &CycleStats) -> ClassAd {
+    let mut ad = up.ad_header("Negotiator", name);
+    ad.insert_value("NegotiatorIpAddr", up.sinful.as_str());
     ad.insert_value("LastNegotiationCycleMatches0", last.matches as i64);
     ad.insert_value("LastNegotiationCycleRejections0", last.rejected as i64);
     ad.insert_value(
@@ -546,52 +657,64 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     };
     let accountant = file.as_deref().map(load_accountant).unwrap_or_default();
-    let shared = Arc::new(Shared {
-        wake: Notify::new(),
-        books: Mutex::new(Books {
-            accountant,
-            file,
-            default_factor,
-            halflife,
-        }),
-    });
-    let tcp = ctx.tcp_listener(0).await.context("negotiator")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("negotiator: binding its Unix socket")?;
+    let mut books = Books {
+        accountant,
+        file,
+        default_factor,
+        halflife,
+    };
+    let (events_tx, mut events) = mpsc::channel::<Event>(256);
     let routes = Routes::new()
         .command(&routes::NEGOTIATOR_RESCHEDULE, post(reschedule))
         .command(&routes::NEGOTIATOR_USERPRIO, post(userprio))
         .command(&routes::NEGOTIATOR_USERPRIO_EDIT, post(userprio_edit))
-        .with_state(shared.clone());
-    let server = Server::new(ctx.server_config(), routes).context("negotiator: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("negotiator: no TCP address")?;
-    let sinful = format!("<{addr}>");
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!("negotiator listening on {addr} and {}", sock.display());
+        .with_state(Loop {
+            events: events_tx.clone(),
+        });
+    let up = skua_daemon::bring_up(&ctx, 0, routes)
+        .await
+        .context("negotiator")?;
+    let clock = ctx.clock.clone();
+    let (save_tx, saves) = mpsc::unbounded_channel();
+    let saver = tokio::spawn(saver(saves));
 
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
-    let name = ctx.knob("NEGOTIATOR_NAME")?.unwrap_or_else(|| host.clone());
-    let start = now_secs();
-    let adv = Advertiser::new(&ctx, "Negotiator", &name)?;
+    let name = ctx
+        .knob("NEGOTIATOR_NAME")?
+        .unwrap_or_else(|| up.host.clone());
     let mut last = CycleStats::default();
-    let _ = adv.send(&negotiator_ad(&name, &sinful, start, &last)).await;
-    let mut advertise_tick = tokio::time::interval(ctx.update_interval);
+    let (ad_tx, ad_rx) = watch::channel(negotiator_ad(&up, &name, &last));
+    let advertiser = tokio::spawn(Advertiser::new(&ctx, "Negotiator", &name)?.run(
+        move || ad_rx.borrow().clone(),
+        ctx.update_interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+    ));
     // The first cycle comes soon after start; then every interval, or
     // after a reschedule no sooner than the cycle delay.
-    let mut next = tokio::time::Instant::now() + Duration::from_millis(500);
-    let mut last_cycle: Option<tokio::time::Instant> = None;
+    let mut next = clock.now() + Duration::from_millis(500);
+    let mut last_cycle: Option<SystemTime> = None;
+    let mut running: Option<Pin<Box<dyn Future<Output = anyhow::Result<CycleStats>> + '_>>> = None;
+    // a reschedule asked for while a cycle runs: applied when it ends
+    let mut wake_pending = false;
+    let wake = |next: SystemTime, last_cycle: Option<SystemTime>, now: SystemTime| {
+        let earliest = last_cycle.map_or(now, |t| t + delay);
+        next.min(earliest.max(now))
+    };
     loop {
+        let until_next = next.duration_since(clock.now()).unwrap_or_default();
         tokio::select! {
-            _ = tokio::time::sleep_until(next) => {
-                last_cycle = Some(tokio::time::Instant::now());
-                match cycle(&ctx, &shared).await {
+            _ = clock.sleep(until_next), if running.is_none() => {
+                last_cycle = Some(clock.now());
+                running = Some(Box::pin(cycle(&ctx, &events_tx)));
+            }
+            outcome = async {
+                match running.as_mut() {
+                    Some(cycle) => cycle.await,
+                    None => std::future::pending().await,
+                }
+            }, if running.is_some() => {
+                running = None;
+                match outcome {
                     Ok(stats) => {
                         if stats.submitters > 0 {
                             tracing::info!(
@@ -600,28 +723,52 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                             );
                         }
                         last = stats;
+                        // sent at the advertiser's next round
+                        ad_tx.send_replace(negotiator_ad(&up, &name, &last));
                     }
                     Err(e) => tracing::warn!("negotiation cycle failed: {e:#}"),
                 }
-                next = tokio::time::Instant::now() + interval;
-            }
-            _ = shared.wake.notified() => {
-                let earliest = last_cycle.map_or_else(tokio::time::Instant::now, |t| t + delay);
-                next = next.min(earliest.max(tokio::time::Instant::now()));
-            }
-            _ = advertise_tick.tick() => {
-                if let Err(e) = adv.send(&negotiator_ad(&name, &sinful, start, &last)).await {
-                    tracing::debug!("advertising the Negotiator ad: {e}");
+                let now = clock.now();
+                next = now + interval;
+                if std::mem::take(&mut wake_pending) {
+                    next = wake(next, last_cycle, now);
                 }
             }
+            Some(event) = events.recv() => match event {
+                Event::Reschedule => {
+                    if running.is_some() {
+                        wake_pending = true;
+                    } else {
+                        next = wake(next, last_cycle, clock.now());
+                    }
+                }
+                Event::UserPrio { query, reply } => {
+                    let _ = reply.send(userprio_reply(&books, &query));
+                }
+                Event::UserPrioEdit { edit, reply } => {
+                    let done = edit_books(&mut books, &edit, clock.now_secs())
+                        .map(|()| books.save(&save_tx));
+                    let _ = reply.send(done);
+                }
+                Event::Age { now, in_use, reply } => {
+                    let answer = age_books(&mut books, now, &in_use);
+                    // the cycle goes on while the saver writes
+                    drop(books.save(&save_tx));
+                    let _ = reply.send(answer);
+                }
+            },
             _ = shutdown.changed() => {
                 if *shutdown.borrow() { break; }
             }
         }
     }
     tracing::info!("negotiator shutting down");
-    let _ = adv.invalidate().await;
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    // a cycle still running is given up
+    drop(running);
+    // every change handed to the saver is written before the exit
+    drop(save_tx);
+    let _ = saver.await;
+    let _ = advertiser.await;
+    up.shut_down().await;
     Ok(())
 }

@@ -54,5 +54,29 @@ pub struct Ack {}
 /// the [`PROTOCOL_HEADER`] header of every request and response.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// Skua's release (the workspace's version): what `skua --version` and
+/// `skuad --version` print.
+pub const SKUA_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The `CondorVersion` of every Skua ad: HTCondor's `$CondorVersion: ... $`
+/// form with Skua's release as its second word, which is what
+/// condor_submit's default Requirements read
+/// (`versionGE(split(TARGET.CondorVersion)[1], ...)`) and what `skua status`
+/// shows as a daemon's version.
+pub const CONDOR_VERSION: &str = concat!("$CondorVersion: ", env!("CARGO_PKG_VERSION"), " Skua $");
+
 /// Name of the HTTP header carrying [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "Skua-Protocol";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condor_version_carries_skuas_release_as_its_second_word() {
+        let words: Vec<&str> = CONDOR_VERSION.split_whitespace().collect();
+        assert_eq!(words.first(), Some(&"$CondorVersion:"));
+        assert_eq!(words.get(1), Some(&SKUA_VERSION));
+        assert_eq!(words.last(), Some(&"$"));
+    }
+}

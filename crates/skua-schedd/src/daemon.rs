@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use classad::{ClassAd, Expr};
 use skua_daemon::{Advertiser, DaemonContext};
 use skua_net::routing::post;
-use skua_net::{ApiError, AuthLevel, Caller, Json, Listener, Routes, Server, State};
+use skua_net::{ApiError, AuthLevel, Caller, Json, Routes, State};
 use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
@@ -392,26 +392,19 @@ pub fn queue_path(ctx: &DaemonContext) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(spool).join("job_queue.db"))
 }
 
+/// The Scheduler ad (on `header`, the common daemon header) and one
+/// Submitter ad per submitter.
 fn counts_ads(
     schedd: &Schedd,
+    header: ClassAd,
     name: &str,
     uid_domain: &str,
     addr: &str,
-    start: i64,
 ) -> (ClassAd, BTreeMap<String, ClassAd>) {
     let counts = schedd.queue().submitter_counts();
-    let mut ad = ClassAd::new();
-    ad.insert_value("MyType", "Scheduler");
-    ad.insert_value("Name", name);
-    ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
-    ad.insert_value("MyAddress", addr);
+    let mut ad = header;
     ad.insert_value("ScheddIpAddr", addr);
-    ad.insert_value("DaemonStartTime", start);
     ad.insert_value("UidDomain", uid_domain);
-    ad.insert_value(
-        "CondorVersion",
-        concat!("$SkuaVersion: ", env!("CARGO_PKG_VERSION"), " $"),
-    );
     let total = |f: fn(&skua_queue::SubmitterCounts) -> u64| -> i64 {
         counts.values().map(f).sum::<u64>() as i64
     };
@@ -472,16 +465,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let tcp = ctx.tcp_listener(0).await.context("schedd")?;
-    let sock = ctx.socket_path()?;
-    let unix = Listener::unix(&sock)
-        .await
-        .context("schedd: binding its Unix socket")?;
+    let bound = skua_daemon::bind(&ctx, 0).await.context("schedd")?;
 
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
+    let host = skua_daemon::host_name();
     let name = ctx.knob("SCHEDD_NAME")?.unwrap_or_else(|| host.clone());
     let mut settings = ScheddSettings {
         system_policy: system_policy(&ctx)?,
@@ -560,22 +546,16 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .with_state(shared.clone());
-    let server = Server::new(ctx.server_config(), routes).context("schedd: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("schedd: no TCP address")?;
-    let sinful = format!("<{addr}>");
+    let up = bound.serve(&ctx, routes).await.context("schedd")?;
+    let sinful = up.sinful.clone();
     let _ = shadows.addr.set(sinful.clone());
     settings.submit_host = sinful.clone();
     let submit_host = sinful.clone();
     shared
         .queue
         .send(move |q| q.schedd.set_submit_host(&submit_host));
-    let addr_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&addr_file, addr)?;
-    tracing::info!("schedd listening on {addr} and {}", sock.display());
     crate::lease::release_interrupted(&shared).await;
 
-    let start = ctx.clock.now_secs();
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,
         "PERIODIC_EXPR_INTERVAL",
@@ -610,8 +590,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             }
         }
         if advertise_now {
+            let header = up.ad_header("Scheduler", &name);
             let (n, u, a) = (name.clone(), ctx.uid_domain.clone(), sinful.clone());
-            let counted = with_schedd(&shared, move |s| Ok(counts_ads(s, &n, &u, &a, start))).await;
+            let counted = with_schedd(&shared, move |s| Ok(counts_ads(s, header, &n, &u, &a))).await;
             let (ad, submitters) = match counted {
                 Ok(c) => c,
                 Err(e) => {
@@ -649,7 +630,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             let _ = adv.invalidate().await;
         }
     }
-    let _ = std::fs::remove_file(&addr_file);
-    handle.shutdown().await;
+    up.shut_down().await;
     Ok(())
 }

@@ -72,6 +72,9 @@ pub struct MachineFacts {
     pub kflops: Option<i64>,
     /// When the startd started (`DaemonStartTime`).
     pub start_time: i64,
+    /// The slot ads' `CondorVersion` (the startd gives Skua's one version
+    /// string, `skua_proto::CONDOR_VERSION`).
+    pub condor_version: String,
 }
 
 impl Default for MachineFacts {
@@ -95,6 +98,7 @@ impl Default for MachineFacts {
             mips: None,
             kflops: None,
             start_time: 0,
+            condor_version: String::new(),
         }
     }
 }

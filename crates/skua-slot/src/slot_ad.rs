@@ -6,9 +6,6 @@ use classad::{ClassAd, Value};
 use crate::machine::{evaluator, Machine, Slot, SlotKind};
 use crate::state::{Activity, State};
 
-/// The slot ads' `CondorVersion`.
-pub const CONDOR_VERSION: &str = concat!("$CondorVersion: ", env!("CARGO_PKG_VERSION"), " Skua $");
-
 impl Machine {
     /// Every slot's ad, with its name.
     pub fn ads(&self, now: i64) -> Vec<(String, ClassAd)> {
@@ -105,7 +102,7 @@ impl Machine {
         // HTCondor's form, with Skua's own version number: condor_submit's
         // default Requirements read the second word (`split(...)[1]`) and
         // compare it with HTCondor releases.
-        ad.insert_value("CondorVersion", CONDOR_VERSION);
+        ad.insert_value("CondorVersion", f.condor_version.as_str());
         ad.insert_value("CondorPlatform", "$CondorPlatform: X86_64-Linux $");
         ad.insert_value("StartdIpAddr", self.address.as_str());
         ad.insert_value("MyAddress", self.address.as_str());

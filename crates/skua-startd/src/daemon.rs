@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use skua_daemon::DaemonContext;
-use skua_net::{Listener, Routes, Server, ServerHandle};
 use skua_slot::{Machine, StartdConfig};
 use tokio::sync::{mpsc, watch};
 
@@ -27,45 +26,6 @@ use crate::peers::Peers;
 use crate::poll::{self, Poller};
 use crate::shell::Shell;
 use crate::starters::{self, StarterSetup};
-
-fn host_name() -> String {
-    skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into())
-}
-
-/// The startd's server, once bound.
-struct Bound {
-    handle: ServerHandle,
-    /// Its TCP address.
-    addr: std::net::SocketAddr,
-    /// Its Unix socket.
-    socket: PathBuf,
-    /// Where its TCP address is published.
-    address_file: PathBuf,
-}
-
-/// Binds the TCP listener (port 0) and the Unix socket, serves `routes`
-/// and writes the address file.
-async fn bind(ctx: &DaemonContext, routes: Routes) -> anyhow::Result<Bound> {
-    let tcp = ctx.tcp_listener(0).await.context("startd")?;
-    let socket = ctx.socket_path()?;
-    let unix = Listener::unix(&socket)
-        .await
-        .context("startd: binding its Unix socket")?;
-    let server = Server::new(ctx.server_config(), routes).context("startd: server setup")?;
-    let handle = server.spawn(vec![tcp, unix]);
-    let addr = handle.local_addr().context("startd: no TCP address")?;
-    let address_file = ctx.address_file()?;
-    skua_daemon::write_address_file(&address_file, addr)?;
-    Ok(Bound {
-        handle,
-        addr,
-        socket,
-        address_file,
-    })
-}
 
 /// Runs the startd until `shutdown` turns true.
 pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -82,7 +42,7 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
         &ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
         &execute,
     );
-    let host = host_name();
+    let host = skua_daemon::host_name();
     let sources = FactSources {
         execute: execute.clone(),
         console_devices: ctx
@@ -109,12 +69,12 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
     let mut machine = Machine::new(facts, config, start);
 
     let (events_tx, events) = mpsc::channel::<Event>(256);
-    let bound = bind(&ctx, crate::routes::routes(events_tx.clone())).await?;
-    machine.address = format!("<{}>", bound.addr);
+    let up = skua_daemon::bring_up(&ctx, 0, crate::routes::routes(events_tx.clone()))
+        .await
+        .context("startd")?;
+    machine.address = up.sinful.clone();
     tracing::info!(
-        "startd listening on {} and {}; {} slot(s), starter {}",
-        bound.addr,
-        bound.socket.display(),
+        "startd: {} slot(s), starter {}",
         machine.slots.len(),
         setup.program.display()
     );
@@ -158,7 +118,6 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
         .run(events, ads_tx, shutdown)
         .await;
     let _ = tokio::time::timeout(Duration::from_secs(10), advertiser).await;
-    let _ = std::fs::remove_file(&bound.address_file);
-    bound.handle.shutdown().await;
+    up.shut_down().await;
     Ok(())
 }

@@ -159,6 +159,7 @@ pub fn measure(src: &FactSources) -> MachineFacts {
         mips: None,
         kflops: None,
         start_time: src.start_time,
+        condor_version: skua_proto::CONDOR_VERSION.to_string(),
     }
 }
 

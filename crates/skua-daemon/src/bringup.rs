@@ -1,0 +1,215 @@
+//! Bringing a daemon up, the one way every daemon does it: bind its TCP
+//! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`, TLS
+//! unless loopback) and its Unix socket (`$(LOCK)/<daemon>.sock`), serve its
+//! routes with the context's server configuration, publish the TCP address
+//! in its address file (`<SUBSYS>_ADDRESS_FILE`), and log where it listens:
+//! [`bring_up`], or [`bind`] and later [`Bound::serve`] for a daemon with
+//! long work in between (callers connecting meanwhile wait, as they would
+//! for a busy daemon).
+//! The [`Listening`] daemon then fills the common header of its ads
+//! ([`Listening::ad_header`]) and, at the end, withdraws its address file and
+//! stops serving ([`Listening::shut_down`]).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use classad::ClassAd;
+use skua_net::{Listener, Routes, Server, ServerHandle};
+
+use crate::context::{DaemonContext, DaemonError};
+
+/// A daemon serving its routes, found through its address file.
+pub struct Listening {
+    /// The TCP address (its port chosen by the system when asked for 0).
+    pub addr: SocketAddr,
+    /// `<addr>`, HTCondor's sinful string: the `MyAddress` of its ads.
+    pub sinful: String,
+    /// Its Unix socket.
+    pub socket: PathBuf,
+    /// Where its TCP address is published.
+    pub address_file: PathBuf,
+    /// The host's full name (`FULL_HOSTNAME`).
+    pub host: String,
+    /// When it came up, by the context's clock (`DaemonStartTime`).
+    pub start_time: i64,
+    handle: ServerHandle,
+}
+
+/// Brings the daemon of `ctx` up on TCP port `port` (0: any) and its Unix
+/// socket, serving `routes`; see the module documentation. The same as
+/// [`bind`] then [`Bound::serve`].
+pub async fn bring_up(
+    ctx: &DaemonContext,
+    port: u16,
+    routes: Routes,
+) -> Result<Listening, DaemonError> {
+    bind(ctx, port).await?.serve(ctx, routes).await
+}
+
+/// A daemon's listeners, bound but not served yet: callers connecting wait
+/// (in the listen backlog) until [`Bound::serve`]. For a daemon with long
+/// work between binding and serving (the schedd recovering its queue).
+pub struct Bound {
+    tcp: Listener,
+    unix: Listener,
+    socket: PathBuf,
+}
+
+/// Binds the TCP listener of the daemon of `ctx` on `port` (0: any) and its
+/// Unix socket.
+pub async fn bind(ctx: &DaemonContext, port: u16) -> Result<Bound, DaemonError> {
+    let daemon = ctx.subsystem.to_ascii_lowercase();
+    let tcp = ctx
+        .tcp_listener(port)
+        .await
+        .map_err(|e| DaemonError::Net(format!("{daemon}: {e}")))?;
+    let socket = ctx.socket_path()?;
+    let unix = Listener::unix(&socket).await.map_err(|e| {
+        DaemonError::Net(format!(
+            "{daemon}: binding its Unix socket {}: {e}",
+            socket.display()
+        ))
+    })?;
+    Ok(Bound { tcp, unix, socket })
+}
+
+impl Bound {
+    /// Serves `routes` on the bound listeners, publishes the TCP address in
+    /// the address file and logs where the daemon listens.
+    pub async fn serve(
+        self,
+        ctx: &DaemonContext,
+        routes: Routes,
+    ) -> Result<Listening, DaemonError> {
+        let daemon = ctx.subsystem.to_ascii_lowercase();
+        let Bound { tcp, unix, socket } = self;
+        let server = Server::new(ctx.server_config(), routes)
+            .map_err(|e| DaemonError::Net(format!("{daemon}: server setup: {e}")))?;
+        let handle = server.spawn(vec![tcp, unix]);
+        let Some(addr) = handle.local_addr() else {
+            handle.shutdown().await;
+            return Err(DaemonError::Net(format!("{daemon}: no TCP address")));
+        };
+        let address_file = ctx.address_file()?;
+        if let Err(e) = crate::write_address_file(&address_file, addr) {
+            handle.shutdown().await;
+            return Err(DaemonError::Io(format!("{daemon}: {e}")));
+        }
+        tracing::info!("{daemon} listening on {addr} and {}", socket.display());
+        Ok(Listening {
+            addr,
+            sinful: format!("<{addr}>"),
+            socket,
+            address_file,
+            host: host_name(),
+            start_time: ctx.clock.now_secs(),
+            handle,
+        })
+    }
+}
+
+impl Listening {
+    /// The attributes every daemon's own ad begins with: `MyType`, `Name`,
+    /// `Machine` (the host part of `name`, after any `@`), `MyAddress`,
+    /// `DaemonStartTime` and `CondorVersion` (Skua's one version string).
+    pub fn ad_header(&self, my_type: &str, name: &str) -> ClassAd {
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", my_type);
+        ad.insert_value("Name", name);
+        ad.insert_value("Machine", name.rsplit('@').next().unwrap_or(name));
+        ad.insert_value("MyAddress", self.sinful.as_str());
+        ad.insert_value("DaemonStartTime", self.start_time);
+        ad.insert_value("CondorVersion", skua_proto::CONDOR_VERSION);
+        ad
+    }
+
+    /// Withdraws the address file (clients stop finding the daemon) and
+    /// stops serving.
+    pub async fn shut_down(self) {
+        if let Err(e) = std::fs::remove_file(&self.address_file) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::debug!("removing {}: {e}", self.address_file.display());
+            }
+        }
+        self.handle.shutdown().await;
+    }
+}
+
+/// This host's full name (`FULL_HOSTNAME` of the host's facts), or
+/// `localhost`: the name daemons give themselves by default.
+pub fn host_name() -> String {
+    crate::system_config::host_facts(&crate::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(dir: &std::path::Path) -> DaemonContext {
+        let text = format!(
+            "LOG = {0}/log\nLOCK = {0}/lock\nSEC_TOKEN_POOL_SIGNING_KEY_FILE = {0}/key\n",
+            dir.display()
+        );
+        let files = skua_config::MemoryFiles::new().with("/skua_config", &text);
+        let opts = skua_config::LoadOptions::new().main_file("/skua_config");
+        let config = skua_config::Config::load(&files, &opts).expect("configuration");
+        DaemonContext::from_config("NEGOTIATOR", config).expect("context")
+    }
+
+    #[tokio::test]
+    async fn a_daemon_comes_up_published_and_goes_away() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ctx = context(dir.path());
+        let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
+        assert!(up.addr.ip().is_loopback());
+        assert_ne!(up.addr.port(), 0);
+        assert_eq!(up.sinful, format!("<{}>", up.addr));
+        assert_eq!(
+            crate::read_address_file(&up.address_file).expect("address file"),
+            up.addr
+        );
+        assert_eq!(up.address_file, dir.path().join("log/.negotiator_address"));
+        assert_eq!(up.socket, dir.path().join("lock/negotiator.sock"));
+        assert!(up.socket.exists());
+        tokio::net::TcpStream::connect(up.addr)
+            .await
+            .expect("the daemon accepts connections");
+
+        let ad = up.ad_header("Negotiator", "negotiator@node.example");
+        let text = |name: &str| match ad.lookup(name) {
+            Some(classad::Expr::Lit(v)) => v.as_string(),
+            _ => None,
+        };
+        assert_eq!(text("MyType").as_deref(), Some("Negotiator"));
+        assert_eq!(text("Name").as_deref(), Some("negotiator@node.example"));
+        assert_eq!(text("Machine").as_deref(), Some("node.example"));
+        assert_eq!(text("MyAddress"), Some(up.sinful.clone()));
+        assert_eq!(
+            text("CondorVersion").as_deref(),
+            Some(skua_proto::CONDOR_VERSION)
+        );
+        assert!(ad.lookup("DaemonStartTime").is_some());
+
+        let file = up.address_file.clone();
+        up.shut_down().await;
+        assert!(!file.exists(), "the address file is withdrawn");
+    }
+
+    #[tokio::test]
+    async fn the_start_time_is_the_contexts_clock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ctx = context(dir.path());
+        ctx.clock = crate::ManualClock::frozen(1_234_567).clock();
+        let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
+        assert_eq!(up.start_time, 1_234_567);
+        let ad = up.ad_header("Collector", "collector@h");
+        assert!(matches!(
+            ad.lookup("DaemonStartTime"),
+            Some(classad::Expr::Lit(classad::Value::Int(1_234_567)))
+        ));
+        up.shut_down().await;
+    }
+}
