@@ -561,10 +561,6 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         Ok(n) => tracing::info!("{n} job(s) that ran before the restart are idle again"),
         Err(e) => tracing::error!("requeueing interrupted jobs: {e}"),
     }
-    let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
-        Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
-        None => None,
-    };
     let alive = crate::lease::AliveConfig {
         interval: Duration::from_secs(
             skua_daemon::context::knob_u64(&ctx.config, "ALIVE_INTERVAL", 300)?.max(1),
@@ -575,10 +571,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .unwrap_or(u32::MAX),
     };
     let mut shadows = Shadows::new(
-        Dialer {
-            token: ctx.daemon_token.clone(),
-            ca_pem,
-        },
+        Dialer(ctx.dialer().context("schedd: dialing startds")?),
         alive,
     );
     shadows.uid_domain = ctx.knob("UID_DOMAIN")?.unwrap_or_default();
@@ -634,7 +627,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let mut advertise_tick = tokio::time::interval(ctx.update_interval);
     let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
     let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
-    let negotiator = skua_daemon::context::Locator::new(&ctx.config, "NEGOTIATOR")?;
+    let negotiator = ctx.locator("NEGOTIATOR")?;
     loop {
         let mut advertise_now = false;
         let mut ask = false;

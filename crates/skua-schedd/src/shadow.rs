@@ -85,14 +85,12 @@ fn errno_of(e: &std::io::Error) -> i64 {
 
 /// What the daemon needs to dial startds.
 #[derive(Clone)]
-pub(crate) struct Dialer {
-    pub token: Option<String>,
-    pub ca_pem: Option<String>,
-}
+pub(crate) struct Dialer(pub skua_daemon::context::Dialer);
 
 impl Dialer {
     pub(crate) fn client(&self, address: &str, timeout: Duration) -> Result<Client, String> {
-        skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
+        self.0
+            .client_at(address, timeout)
             .map_err(|e| e.to_string())
     }
 }

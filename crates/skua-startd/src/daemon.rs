@@ -485,12 +485,9 @@ async fn advertise(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let client = || -> Result<skua_net::Client, String> {
-        let endpoint = collector.endpoint().map_err(|e| e.to_string())?;
-        let token = match endpoint {
-            skua_net::Endpoint::Unix(_) => None,
-            _ => token.clone(),
-        };
-        skua_net::Client::new(endpoint, token, Duration::from_secs(10)).map_err(|e| e.to_string())
+        collector
+            .client(token.clone(), Duration::from_secs(10))
+            .map_err(|e| e.to_string())
     };
     // what the collector last accepted, by slot name
     let mut advertised: BTreeMap<String, String> = BTreeMap::new();
@@ -612,22 +609,14 @@ fn run_cron(job: CronJob, events: mpsc::Sender<Event>) {
 
 /// What the startd needs to call shadows (schedds).
 #[derive(Clone)]
-struct Dialer {
-    token: Option<String>,
-    ca_pem: Option<String>,
-}
+struct Dialer(skua_daemon::context::Dialer);
 
 impl Dialer {
     /// Tells the shadow at `shadow_addr` that the starter of `job_id`
     /// under `claim_id` is gone without a report (in the background; a
     /// schedd that does not answer learns it from its keep-alives).
     fn starter_gone(&self, shadow_addr: &str, gone: StarterGone) {
-        let client = skua_daemon::context::client_at(
-            shadow_addr,
-            self.token.clone(),
-            self.ca_pem.clone(),
-            Duration::from_secs(10),
-        );
+        let client = self.0.client_at(shadow_addr, Duration::from_secs(10));
         let addr = shadow_addr.to_string();
         tokio::spawn(async move {
             let r = match client {
@@ -1111,7 +1100,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     }
     let (ads_tx, ads_rx) = watch::channel(machine.ads(now_secs()));
     let advertiser = tokio::spawn(advertise(
-        Locator::new(&ctx.config, "COLLECTOR")?,
+        ctx.locator("COLLECTOR")?,
         ctx.daemon_token.clone(),
         ctx.classad_lifetime,
         ctx.update_interval,
@@ -1122,20 +1111,13 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         run_cron(job, events_tx.clone());
     }
 
-    let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
-        Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
-        None => None,
-    };
     let mut shell = Shell {
         machine,
         starters: BTreeMap::new(),
         setup,
         events: events_tx,
         cron: BTreeMap::new(),
-        dialer: Dialer {
-            token: ctx.daemon_token.clone(),
-            ca_pem,
-        },
+        dialer: Dialer(ctx.dialer().context("startd: dialing shadows")?),
     };
     // the policy is evaluated every POLLING_INTERVAL (and after every
     // event); the owner's activity is measured (and the attribute file
