@@ -263,6 +263,11 @@ pub struct InProcessPool {
 }
 
 impl InProcessPool {
+    /// The account the daemons count as running as (the test's).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// The pool's configuration as `subsystem` reads it.
     pub fn config(&self, subsystem: &str) -> anyhow::Result<Config> {
         let main = "/inprocess/skua_config";

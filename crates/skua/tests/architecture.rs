@@ -90,7 +90,27 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("skua", &["skua-cli"]),
+    // test-only: a dev-dependency of others, never a normal one
+    (
+        "skua-testkit",
+        &[
+            "classad",
+            "skua-config",
+            "skua-submit",
+            "skua-proto",
+            "skua-net",
+            "skua-daemon",
+            "skua-collector",
+            "skua-negotiator",
+            "skua-schedd",
+            "skua-startd",
+        ],
+    ),
 ];
+
+/// Crates only tests may use: nothing depends on them but as a
+/// dev-dependency.
+const TEST_ONLY: &[&str] = &["skua-testkit"];
 
 #[test]
 fn dependency_rules_hold() {
@@ -116,6 +136,10 @@ fn dependency_rules_hold() {
         for d in p["dependencies"].as_array().expect("deps") {
             let dep = d["name"].as_str().expect("dep name");
             let dev = d["kind"].as_str() == Some("dev");
+            assert!(
+                dev || !TEST_ONLY.contains(&dep),
+                "`{name}` depends on the test-only `{dep}` outside [dev-dependencies]"
+            );
             if ours.iter().any(|o| o == dep) && !dev {
                 assert!(ok.contains(&dep), "`{name}` must not depend on `{dep}`");
             }
