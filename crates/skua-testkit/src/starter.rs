@@ -40,24 +40,28 @@ impl FakeStarter {
         let marks = dir.join("marks");
         std::fs::create_dir_all(&marks)?;
         let script = dir.join("fake_starter.sh");
-        let per_job = match mode {
-            StarterMode::Hold => {
+        // what the starter does before recording the spec (so a test that
+        // sees the spec sees the job's directory too), and after
+        let (before, after) = match mode {
+            StarterMode::Hold => (
                 "  mkdir -p \"$E/dir_$$\"\n  setsid sleep 300 &\n  echo $! > \"$E/dir_$$.pgid\"\n  \
-                 echo $! > \"$M/job.$$\"\n  cat > /dev/null\n  break\n"
-            }
-            StarterMode::ReportDone => {
+                 echo $! > \"$M/job.$$\"\n",
+                "  cat > /dev/null\n  break\n",
+            ),
+            StarterMode::ReportDone => (
+                "",
                 "  job=$(printf '%s' \"$spec\" | sed 's/.*\"job_id\":\"\\([^\"]*\\)\".*/\\1/')\n  \
-                 echo \"{\\\"done\\\":\\\"$job\\\"}\"\n"
-            }
-            StarterMode::RunUntilTerm => {
+                 echo \"{\\\"done\\\":\\\"$job\\\"}\"\n",
+            ),
+            StarterMode::RunUntilTerm => (
                 "  mkdir -p \"$E/dir_$$\"\n  echo started > \"$M/run.$$\"\n  \
-                 trap 'echo term > \"$M/term.$$\"; exit 0' TERM\n  \
-                 while true; do sleep 1; done\n"
-            }
+                 trap 'echo term > \"$M/term.$$\"; exit 0' TERM\n",
+                "  while true; do sleep 1; done\n",
+            ),
         };
         let text = format!(
-            "#!/bin/sh\nM='{m}'\nE='{e}'\nn=0\nwhile IFS= read -r spec; do\n  n=$((n+1))\n  \
-             printf '%s\\n' \"$spec\" > \"$M/spec.$$.$n\"\n{per_job}done\necho eof > \"$M/eof.$$\"\n",
+            "#!/bin/sh\nM='{m}'\nE='{e}'\nn=0\nwhile IFS= read -r spec; do\n  n=$((n+1))\n{before}  \
+             printf '%s\\n' \"$spec\" > \"$M/spec.$$.$n\"\n{after}done\necho eof > \"$M/eof.$$\"\n",
             m = marks.display(),
             e = execute.display(),
         );
@@ -116,5 +120,44 @@ impl FakeStarter {
     /// Whether the starter `pid` saw its standard input close.
     pub fn saw_eof(&self, pid: u32) -> bool {
         self.marks.join(format!("eof.{pid}")).exists()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+
+    #[test]
+    fn reporting_done_it_answers_each_spec_and_records_it_then_the_end_of_input() {
+        let dir = std::env::temp_dir().join(format!("skua-fake-starter-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = FakeStarter::write(&dir, &dir.join("execute"), StarterMode::ReportDone).unwrap();
+        let mut child = Command::new(&fake.script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        for job in ["1.0", "1.1"] {
+            writeln!(stdin, r#"{{"claim_id":"c","job_id":"{job}"}}"#).unwrap();
+            line.clear();
+            out.read_line(&mut line).unwrap();
+            assert_eq!(line.trim(), format!(r#"{{"done":"{job}"}}"#));
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+        let pid = child.id();
+        let specs = fake.specs();
+        assert_eq!(specs.len(), 2);
+        assert!(specs.iter().all(|(p, _, _)| *p == pid));
+        assert!(specs[1].2.contains(r#""job_id":"1.1""#), "{specs:?}");
+        assert!(fake.saw_eof(pid));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
