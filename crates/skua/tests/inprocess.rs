@@ -11,7 +11,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use classad::{ClassAd, Evaluator};
-use skua_testkit::{InProcessPool, PoolBuilder, SubmitBuilder};
+use skua_proto::{
+    routes, Ack, ActivateRequest, ClaimReply, ClaimRequest, MatchNotice, ReleaseRequest,
+    StarterSpec,
+};
+use skua_testkit::starter::StarterMode;
+use skua_testkit::{FakeStarter, InProcessPool, JobAdBuilder, PoolBuilder, SubmitBuilder};
 
 /// Who submits: the tests' account when they run as root (root may not
 /// submit), else the account running them.
@@ -103,6 +108,7 @@ async fn a_claim_refused_by_a_cut_leaves_the_slot_matched_until_its_match_times_
         .unwrap();
     let user = submitter(&pool);
     let [schedd_to_startd, _] = pool.faults.cut("SCHEDD", "STARTD");
+    let t = Instant::now();
     let cluster = submit_exit(&pool, &user, 0).await;
     // the negotiator matches the job (its notices are not cut), and the
     // schedd's claim fails as a refused connection
@@ -125,11 +131,241 @@ async fn a_claim_refused_by_a_cut_leaves_the_slot_matched_until_its_match_times_
     assert_eq!(int(job, "NumJobStarts").unwrap_or(0), 0);
     // healed: once the unclaimed match times out at the startd, the slot is
     // matched again, claimed, and the job runs to completion
+    eprintln!("matched and refused after {:?}", t.elapsed());
     pool.faults.heal();
     pool.advance(Duration::from_secs(2));
     let ad = finished(&pool, &user, cluster).await;
+    eprintln!("completed after {:?}", t.elapsed());
     assert_eq!(int(&ad, "JobStatus"), Some(4));
     assert_eq!(int(&ad, "ExitCode"), Some(0));
     assert_eq!(int(&ad, "NumJobStarts"), Some(1));
+    pool.shutdown().await.unwrap();
+}
+
+/// A startd (and its collector) in process, with a fake starter.
+async fn startd_pool(
+    name: &str,
+    mode: StarterMode,
+    knobs: &[(&str, &str)],
+) -> (InProcessPool, FakeStarter, String) {
+    let base = common::scratch(&format!("inprocess-{name}"));
+    let execute = std::env::temp_dir().join(format!(
+        "skua-inprocess-{}-{name}/execute",
+        std::process::id()
+    ));
+    let fake = FakeStarter::write(&base, &execute, mode).unwrap();
+    let mut builder = PoolBuilder::new(name)
+        .only(&["COLLECTOR", "STARTD"])
+        .starter(&fake.script);
+    for (k, v) in knobs {
+        builder = builder.knob(k, v);
+    }
+    let pool = builder.start().await.unwrap();
+    assert_eq!(pool.dir.join("execute"), execute);
+    let slot = pool
+        .wait_for("the slot ad", Duration::from_secs(10), || async {
+            let ads = pool.ads("Machine").await.ok()?;
+            Evaluator::default()
+                .eval_attr("Name", ads.first()?, None)
+                .as_string()
+        })
+        .await
+        .unwrap();
+    (pool, fake, slot)
+}
+
+fn notice(slot: &str, claim: &str, submitter: &str, preempting: bool) -> MatchNotice {
+    MatchNotice {
+        slot: slot.into(),
+        claim_id: claim.into(),
+        submitter: submitter.into(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+        preempting,
+    }
+}
+
+fn claim(claim: &str, owner: &str) -> ClaimRequest {
+    ClaimRequest {
+        claim_id: claim.into(),
+        job_ad: JobAdBuilder::new().owner(owner).text(),
+        schedd_addr: "<127.0.0.1:1>".into(),
+        alive_interval_secs: 0,
+    }
+}
+
+fn activate(claim: &str, job_id: &str) -> ActivateRequest {
+    ActivateRequest {
+        claim_id: claim.into(),
+        job_ad: JobAdBuilder::new().owner("alice").text(),
+        job_id: job_id.into(),
+        shadow_addr: "<127.0.0.1:1>".into(),
+        owner_ids: None,
+    }
+}
+
+fn status(e: &skua_net::NetError) -> u16 {
+    match e {
+        skua_net::NetError::Remote { status, .. } => *status,
+        other => panic!("not an answer from the startd: {other}"),
+    }
+}
+
+const CLAIM: &str = "inprocess-claim-0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_is_matched_claimed_activated_and_released() {
+    let (pool, fake, slot) = startd_pool("claim", StarterMode::Hold, &[]).await;
+    let startd = pool.daemon_client("STARTD").unwrap();
+    let _: Ack = startd
+        .command(
+            &routes::STARTD_MATCH,
+            Some(&notice(&slot, CLAIM, "alice@test", false)),
+        )
+        .await
+        .unwrap();
+    // a claim under another id is refused; a second match is stale
+    let e = startd
+        .command::<_, ClaimReply>(
+            &routes::STARTD_CLAIM,
+            Some(&claim("inprocess-claim-wrong-000000", "alice")),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "{e}");
+    let e = startd
+        .command::<_, Ack>(
+            &routes::STARTD_MATCH,
+            Some(&notice(
+                &slot,
+                "inprocess-claim-other-00000",
+                "bob@test",
+                false,
+            )),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 409, "{e}");
+    let reply: ClaimReply = startd
+        .command(&routes::STARTD_CLAIM, Some(&claim(CLAIM, "alice")))
+        .await
+        .unwrap();
+    assert_eq!(reply.slot, slot);
+    assert!(
+        reply.slot_ad.contains("State = \"Claimed\""),
+        "{}",
+        reply.slot_ad
+    );
+    // activation hands the starter its spec; a second one is put off
+    let _: Ack = startd
+        .command(&routes::STARTD_ACTIVATE, Some(&activate(CLAIM, "1.0")))
+        .await
+        .unwrap();
+    let (pid, _, spec) = pool
+        .wait_for("the starter's spec", Duration::from_secs(10), || async {
+            fake.specs().pop()
+        })
+        .await
+        .unwrap();
+    let spec: StarterSpec = serde_json::from_str(&spec).unwrap();
+    assert_eq!(
+        (spec.claim_id.as_str(), spec.job_id.as_str()),
+        (CLAIM, "1.0")
+    );
+    let e = startd
+        .command::<_, Ack>(&routes::STARTD_ACTIVATE, Some(&activate(CLAIM, "1.0")))
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 503, "{e}");
+    // released while busy: the job's process group is killed, the claim gone
+    let job = fake.job_pid(pid).unwrap();
+    assert!(common::alive(job));
+    let release = ReleaseRequest {
+        claim_id: CLAIM.into(),
+    };
+    let _: Ack = startd
+        .command(&routes::STARTD_RELEASE, Some(&release))
+        .await
+        .unwrap();
+    pool.wait_for("the job killed", Duration::from_secs(10), || async {
+        (!common::alive(job)).then_some(())
+    })
+    .await
+    .unwrap();
+    let e = startd
+        .command::<_, Ack>(&routes::STARTD_RELEASE, Some(&release))
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "{e}");
+    pool.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preempting_match_vacates_the_job_then_the_new_claim_is_granted() {
+    let (pool, fake, slot) = startd_pool(
+        "preempt",
+        StarterMode::RunUntilTerm,
+        &[("MAXJOBRETIREMENTTIME", "0")],
+    )
+    .await;
+    let startd = pool.daemon_client("STARTD").unwrap();
+    let _: Ack = startd
+        .command(
+            &routes::STARTD_MATCH,
+            Some(&notice(&slot, CLAIM, "alice@test", false)),
+        )
+        .await
+        .unwrap();
+    let _: ClaimReply = startd
+        .command(&routes::STARTD_CLAIM, Some(&claim(CLAIM, "alice")))
+        .await
+        .unwrap();
+    let _: Ack = startd
+        .command(&routes::STARTD_ACTIVATE, Some(&activate(CLAIM, "1.0")))
+        .await
+        .unwrap();
+    pool.wait_for("the job running", Duration::from_secs(10), || async {
+        (!fake.marks("run.").is_empty()).then_some(())
+    })
+    .await
+    .unwrap();
+    let new_claim = "inprocess-preempting-claim-00000";
+    let _: Ack = startd
+        .command(
+            &routes::STARTD_MATCH,
+            Some(&notice(&slot, new_claim, "bob@test", true)),
+        )
+        .await
+        .unwrap();
+    // the job is vacated (SIGTERM), then the new claim is granted; until
+    // then the startd says "not yet"
+    let reply = pool
+        .wait_for("the new claim", Duration::from_secs(15), || async {
+            match startd
+                .command::<_, ClaimReply>(&routes::STARTD_CLAIM, Some(&claim(new_claim, "bob")))
+                .await
+            {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    assert_eq!(status(&e), 503, "{e}");
+                    None
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert!(!fake.marks("term.").is_empty(), "the job got SIGTERM");
+    assert!(
+        reply.slot_ad.contains("RemoteUser = \"bob@test\""),
+        "{}",
+        reply.slot_ad
+    );
+    let old = ReleaseRequest {
+        claim_id: CLAIM.into(),
+    };
+    let e = startd
+        .command::<_, Ack>(&routes::STARTD_RELEASE, Some(&old))
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "the old claim is gone: {e}");
     pool.shutdown().await.unwrap();
 }
