@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use classad::{ClassAd, Evaluator};
+use skua_net::{Fault, Rule};
 use skua_proto::{
     routes, Ack, ActivateRequest, ClaimReply, ClaimRequest, MatchNotice, ReleaseRequest,
     StarterSpec,
@@ -367,5 +368,42 @@ async fn a_preempting_match_vacates_the_job_then_the_new_claim_is_granted() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 404, "the old claim is gone: {e}");
+    pool.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_granted_but_its_reply_lost_expires_at_the_startd_and_the_job_runs() {
+    // the startd drops a claim whose schedd sends no keep-alive for
+    // MAX_CLAIM_ALIVES_MISSED intervals of ALIVE_INTERVAL
+    let pool = PoolBuilder::new("lost-claim-reply")
+        .real_starter(Path::new(common::SKUAD))
+        .knob("MAX_CLAIM_ALIVES_MISSED", "2")
+        .start()
+        .await
+        .unwrap();
+    let user = submitter(&pool);
+    let lost = pool.faults.add(
+        Rule::new("SCHEDD", "STARTD", Fault::DropReply)
+            .on_route(routes::STARTD_CLAIM.path)
+            .times(1),
+    );
+    let cluster = submit_exit(&pool, &user, 0).await;
+    // the startd granted the claim; the schedd never heard
+    pool.wait_for("the lost reply", Duration::from_secs(30), || async {
+        (pool.faults.hits(lost) == 1).then_some(())
+    })
+    .await
+    .unwrap();
+    pool.wait_for("the slot claimed", Duration::from_secs(10), || async {
+        (slot_state(&pool).await? == "Claimed").then_some(())
+    })
+    .await
+    .unwrap();
+    // the unused claim's lease runs out, the slot is matched again, and
+    // the job runs once
+    pool.advance(Duration::from_secs(2));
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "JobStatus"), Some(4));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(1));
     pool.shutdown().await.unwrap();
 }
