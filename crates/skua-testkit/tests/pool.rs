@@ -59,3 +59,29 @@ async fn the_daemons_come_up_advertise_and_stop_cleanly() {
     .unwrap();
     pool.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_killed_and_started_again_gets_the_startds_ads_again() {
+    let mut pool = PoolBuilder::new("collector-restart")
+        .only(&["COLLECTOR", "STARTD"])
+        .start()
+        .await
+        .unwrap();
+    pool.wait_for("the slot ad", Duration::from_secs(10), || async {
+        (pool.ads("Machine").await.ok()?.len() == 1).then_some(())
+    })
+    .await
+    .unwrap();
+    // a crash: nothing withdrawn, nothing kept
+    pool.kill("COLLECTOR").await;
+    assert!(!pool.is_running("COLLECTOR"));
+    let again = pool.start_daemon("COLLECTOR").await.unwrap();
+    assert_eq!(pool.address("COLLECTOR"), again);
+    // the startd finds the new collector and advertises its slot there
+    pool.wait_for("the slot ad again", Duration::from_secs(10), || async {
+        (pool.ads("Machine").await.ok()?.len() == 1).then_some(())
+    })
+    .await
+    .unwrap();
+    pool.shutdown().await.unwrap();
+}
