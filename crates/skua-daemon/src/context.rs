@@ -358,6 +358,22 @@ impl DaemonContext {
             created.push("SEC_TOKEN_POOL_SIGNING_KEY_FILE");
         }
         check_local_dir(&config, &created)?;
+        let env = crate::system_config::environment();
+        let owner =
+            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
+        DaemonContext::build(subsystem, config, owner, create_key, crate::Clock::system())
+    }
+
+    /// The context of `subsystem` (upper case) running as `owner`: creates
+    /// the log and lock directories, loads (or, with `create_key`, creates)
+    /// the pool signing key.
+    fn build(
+        subsystem: String,
+        config: Config,
+        owner: String,
+        create_key: bool,
+        clock: crate::Clock,
+    ) -> Result<DaemonContext, DaemonError> {
         let log_dir = path_knob(&config, "LOG")?;
         let lock_dir = path_knob(&config, "LOCK")?;
         for d in [&log_dir, &lock_dir] {
@@ -365,9 +381,6 @@ impl DaemonContext {
                 .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
         }
         let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
-        let env = crate::system_config::environment();
-        let owner =
-            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
         let signing_key = security::load_signing_key(&config, create_key)?;
         let daemon_token = signing_key
             .as_ref()
@@ -391,7 +404,7 @@ impl DaemonContext {
             update_interval,
             classad_lifetime,
             concurrency,
-            clock: crate::Clock::system(),
+            clock,
             faults: None,
         })
     }
@@ -408,39 +421,7 @@ impl DaemonContext {
         clock: crate::Clock,
     ) -> Result<DaemonContext, DaemonError> {
         let subsystem = subsystem.to_ascii_uppercase();
-        let log_dir = path_knob(&config, "LOG")?;
-        let lock_dir = path_knob(&config, "LOCK")?;
-        for d in [&log_dir, &lock_dir] {
-            std::fs::create_dir_all(d)
-                .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
-        }
-        let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
-        let signing_key = security::load_signing_key(&config, true)?;
-        let daemon_token = signing_key
-            .as_ref()
-            .map(|k| security::daemon_token(k, &uid_domain))
-            .transpose()?;
-        let policy = security::policy_from_config(&config, owner)?;
-        let update_interval =
-            Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));
-        let classad_lifetime = knob_u64(&config, "CLASSAD_LIFETIME", 900)?;
-        let concurrency = concurrency_limits(&config)?;
-        Ok(DaemonContext {
-            subsystem,
-            config,
-            log_dir,
-            lock_dir,
-            uid_domain,
-            owner: owner.to_string(),
-            signing_key,
-            daemon_token,
-            policy,
-            update_interval,
-            classad_lifetime,
-            concurrency,
-            clock,
-            faults: None,
-        })
+        DaemonContext::build(subsystem, config, owner.to_string(), true, clock)
     }
 
     /// The same context with a test's fault filter on every client it makes.
