@@ -36,6 +36,8 @@ use skua_daemon::{DaemonContext, ManualClock};
 use skua_net::{AuthLevel, Client, Endpoint, FaultFilter, SigningKey};
 use tokio::sync::{oneshot, watch};
 
+use crate::starter::{FakeStarter, StarterMode};
+
 /// The daemons of an in-process pool, in start order.
 pub const DAEMONS: [&str; 4] = ["COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD"];
 
@@ -55,6 +57,7 @@ pub struct PoolBuilder {
     name: String,
     knobs: Vec<(String, String)>,
     starter: Option<String>,
+    fake_starter: Option<StarterMode>,
     daemons: Vec<&'static str>,
 }
 
@@ -82,6 +85,7 @@ impl PoolBuilder {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             starter: None,
+            fake_starter: None,
             daemons: DAEMONS.to_vec(),
         }
     }
@@ -104,6 +108,13 @@ impl PoolBuilder {
     /// `skuad starter` with the pool's configuration file.
     pub fn real_starter(mut self, skuad: &Path) -> Self {
         self.starter = Some(format!("real:{}", skuad.display()));
+        self
+    }
+
+    /// A [`FakeStarter`] in `mode`, written in the pool's directory
+    /// ([`InProcessPool::fake_starter`]), as the startd's starter.
+    pub fn fake_starter(mut self, mode: StarterMode) -> Self {
+        self.fake_starter = Some(mode);
         self
     }
 
@@ -134,6 +145,15 @@ impl PoolBuilder {
              SEC_TOKEN_DIRECTORY = $(LOCAL_DIR)/tokens.d\n",
             d = dir.display()
         );
+        let fake_starter = match self.fake_starter {
+            None => None,
+            Some(mode) => {
+                let fake =
+                    FakeStarter::write(&dir.join("fake-starter"), &dir.join("execute"), mode)?;
+                text.push_str(&format!("STARTER = {}\n", fake.script.display()));
+                Some(fake)
+            }
+        };
         match &self.starter {
             None => {}
             Some(s) => {
@@ -168,6 +188,7 @@ impl PoolBuilder {
             owner,
             clock,
             faults,
+            fake_starter,
             running: BTreeMap::new(),
             addresses: BTreeMap::new(),
             key: None,
@@ -257,6 +278,9 @@ pub struct InProcessPool {
     pub clock: ManualClock,
     /// The fault filter on every client the daemons make.
     pub faults: FaultFilter,
+    /// The startd's fake starter, if [`PoolBuilder::fake_starter`] asked
+    /// for one.
+    pub fake_starter: Option<FakeStarter>,
     running: BTreeMap<String, Running>,
     addresses: BTreeMap<String, SocketAddr>,
     key: Option<SigningKey>,

@@ -143,26 +143,21 @@ async fn a_claim_refused_by_a_cut_leaves_the_slot_matched_until_its_match_times_
     pool.shutdown().await.unwrap();
 }
 
-/// A startd (and its collector) in process, with a fake starter.
+/// A startd (and its collector) in process, with a fake starter; the
+/// name of its first slot.
 async fn startd_pool(
     name: &str,
     mode: StarterMode,
     knobs: &[(&str, &str)],
 ) -> (InProcessPool, FakeStarter, String) {
-    let base = common::scratch(&format!("inprocess-{name}"));
-    let execute = std::env::temp_dir().join(format!(
-        "skua-inprocess-{}-{name}/execute",
-        std::process::id()
-    ));
-    let fake = FakeStarter::write(&base, &execute, mode).unwrap();
     let mut builder = PoolBuilder::new(name)
         .only(&["COLLECTOR", "STARTD"])
-        .starter(&fake.script);
+        .fake_starter(mode);
     for (k, v) in knobs {
         builder = builder.knob(k, v);
     }
     let pool = builder.start().await.unwrap();
-    assert_eq!(pool.dir.join("execute"), execute);
+    let fake = pool.fake_starter.clone().unwrap();
     let slot = pool
         .wait_for("the slot ad", Duration::from_secs(10), || async {
             let ads = pool.ads("Machine").await.ok()?;
@@ -402,6 +397,38 @@ async fn a_claim_granted_but_its_reply_lost_expires_at_the_startd_and_the_job_ru
     // the unused claim's lease runs out, the slot is matched again, and
     // the job runs once
     pool.advance(Duration::from_secs(2));
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "JobStatus"), Some(4));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(1));
+    pool.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_negotiator_cut_from_the_collector_matches_nothing_until_healed() {
+    let pool = pool("cut-negotiator").await;
+    let user = submitter(&pool);
+    // wait for the slot, so that only the cut stands between job and slot
+    pool.wait_for("the slot ad", Duration::from_secs(10), || async {
+        (slot_state(&pool).await? == "Unclaimed").then_some(())
+    })
+    .await
+    .unwrap();
+    let [negotiator_to_collector, _] = pool.faults.cut("NEGOTIATOR", "COLLECTOR");
+    let cluster = submit_exit(&pool, &user, 0).await;
+    // two cycles find no collector: the job stays idle, the slot unclaimed
+    pool.wait_for("two cycles refused", Duration::from_secs(30), || async {
+        (pool.faults.hits(negotiator_to_collector) >= 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let queue = pool.queue(&user).await.unwrap();
+    let job = queue
+        .iter()
+        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+        .expect("the job is still queued");
+    assert_eq!(int(job, "JobStatus"), Some(1), "still Idle");
+    assert_eq!(slot_state(&pool).await.as_deref(), Some("Unclaimed"));
+    pool.faults.heal();
     let ad = finished(&pool, &user, cluster).await;
     assert_eq!(int(&ad, "JobStatus"), Some(4));
     assert_eq!(int(&ad, "NumJobStarts"), Some(1));
