@@ -31,7 +31,7 @@ impl Advertiser {
         name: &str,
     ) -> Result<Advertiser, crate::DaemonError> {
         Ok(Advertiser {
-            collector: crate::context::Locator::new(&ctx.config, "COLLECTOR")?,
+            collector: ctx.locator("COLLECTOR")?,
             token: ctx.daemon_token.clone(),
             ad_type: ad_type.to_string(),
             name: name.to_string(),
@@ -41,12 +41,9 @@ impl Advertiser {
     }
 
     fn client(&self) -> Result<skua_net::Client, String> {
-        let endpoint = self.collector.endpoint().map_err(|e| e.to_string())?;
-        let token = match endpoint {
-            skua_net::Endpoint::Unix(_) => None,
-            _ => self.token.clone(),
-        };
-        skua_net::Client::new(endpoint, token, Duration::from_secs(10)).map_err(|e| e.to_string())
+        self.collector
+            .client(self.token.clone(), Duration::from_secs(10))
+            .map_err(|e| e.to_string())
     }
 
     /// Sends the ad once.

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use skua_config::Config;
-use skua_net::{Client, ConcurrencyLimits, Endpoint, SecurityPolicy, ServerConfig, SigningKey};
+use skua_net::{
+    Client, ConcurrencyLimits, Endpoint, FaultFilter, SecurityPolicy, ServerConfig, SigningKey,
+};
 
 use crate::address;
 use crate::security;
@@ -178,6 +180,41 @@ pub fn client_at(
     Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
 }
 
+/// A test's fault filter with the name of the daemon whose clients carry it.
+#[derive(Clone, Debug)]
+struct Faults {
+    filter: FaultFilter,
+    from: String,
+}
+
+impl Faults {
+    fn apply(faults: &Option<Faults>, client: Client, to: Option<&str>) -> Client {
+        match faults {
+            None => client,
+            Some(f) => client.with_faults(f.filter.clone(), &f.from, to),
+        }
+    }
+}
+
+/// What a daemon needs to dial other daemons by address, read from its
+/// context once ([`DaemonContext::dialer`]) so it can move between tasks:
+/// its token, the CA it trusts, and a test's fault filter. The default
+/// dials loopback addresses only, with no token.
+#[derive(Clone, Debug, Default)]
+pub struct Dialer {
+    token: Option<String>,
+    ca_pem: Option<String>,
+    faults: Option<Faults>,
+}
+
+impl Dialer {
+    /// A client for the daemon at `address` (see [`DaemonContext::client_at`]).
+    pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
+        let client = client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)?;
+        Ok(Faults::apply(&self.faults, client, None))
+    }
+}
+
 /// Where a daemon is found, read from the configuration once (so it can
 /// move between threads; the configuration itself cannot).
 #[derive(Clone, Debug)]
@@ -187,6 +224,7 @@ pub struct Locator {
     host: Option<String>,
     address_file: PathBuf,
     ca_file: Option<String>,
+    faults: Option<Faults>,
 }
 
 impl Locator {
@@ -198,6 +236,7 @@ impl Locator {
             host: knob(config, &format!("{upper}_HOST"))?,
             address_file: address_file(config, subsystem)?,
             ca_file: knob(config, "AUTH_SSL_CLIENT_CAFILE")?,
+            faults: None,
         })
     }
 
@@ -220,7 +259,9 @@ impl Locator {
             Endpoint::Unix(_) => None,
             _ => token,
         };
-        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+        let client =
+            Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+        Ok(Faults::apply(&self.faults, client, Some(&self.subsystem)))
     }
 
     /// How any client reaches the daemon over the network (TCP at
@@ -299,6 +340,11 @@ pub struct DaemonContext {
     /// The clock decisions are made by (leases, timers, ad times): the
     /// system's, or a test's [`crate::ManualClock`].
     pub clock: crate::Clock,
+    /// A test's fault filter, applied to every client made through this
+    /// context ([`DaemonContext::client_for`], [`DaemonContext::client_at`],
+    /// [`DaemonContext::dialer`], [`DaemonContext::locator`]); `None` in
+    /// a real daemon.
+    pub faults: Option<FaultFilter>,
 }
 
 impl DaemonContext {
@@ -313,6 +359,22 @@ impl DaemonContext {
             created.push("SEC_TOKEN_POOL_SIGNING_KEY_FILE");
         }
         check_local_dir(&config, &created)?;
+        let env = crate::system_config::environment();
+        let owner =
+            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
+        DaemonContext::build(subsystem, config, owner, create_key, crate::Clock::system())
+    }
+
+    /// The context of `subsystem` (upper case) running as `owner`: creates
+    /// the log and lock directories, loads (or, with `create_key`, creates)
+    /// the pool signing key.
+    fn build(
+        subsystem: String,
+        config: Config,
+        owner: String,
+        create_key: bool,
+        clock: crate::Clock,
+    ) -> Result<DaemonContext, DaemonError> {
         let log_dir = path_knob(&config, "LOG")?;
         let lock_dir = path_knob(&config, "LOCK")?;
         for d in [&log_dir, &lock_dir] {
@@ -320,9 +382,6 @@ impl DaemonContext {
                 .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
         }
         let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
-        let env = crate::system_config::environment();
-        let owner =
-            crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
         let signing_key = security::load_signing_key(&config, create_key)?;
         let daemon_token = signing_key
             .as_ref()
@@ -346,7 +405,36 @@ impl DaemonContext {
             update_interval,
             classad_lifetime,
             concurrency,
-            clock: crate::Clock::system(),
+            clock,
+            faults: None,
+        })
+    }
+
+    /// A context for a daemon inside a test process: nothing read from the
+    /// environment. The caller gives the configuration (with `LOG`,
+    /// `LOCK`, `UID_DOMAIN` and, for tokens, the pool signing key file,
+    /// created if missing), the account the daemon counts as running as,
+    /// and the clock; [`DaemonContext::with_faults`] adds a fault filter.
+    pub fn for_test(
+        subsystem: &str,
+        config: Config,
+        owner: &str,
+        clock: crate::Clock,
+    ) -> Result<DaemonContext, DaemonError> {
+        let subsystem = subsystem.to_ascii_uppercase();
+        DaemonContext::build(subsystem, config, owner.to_string(), true, clock)
+    }
+
+    /// The same context with a test's fault filter on every client it makes.
+    pub fn with_faults(mut self, faults: FaultFilter) -> DaemonContext {
+        self.faults = Some(faults);
+        self
+    }
+
+    fn faults(&self) -> Option<Faults> {
+        self.faults.as_ref().map(|filter| Faults {
+            filter: filter.clone(),
+            from: self.subsystem.clone(),
         })
     }
 
@@ -401,7 +489,31 @@ impl DaemonContext {
     /// A client for another daemon of the pool (its socket if local, else
     /// TCP with this daemon's token).
     pub fn client_for(&self, subsystem: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        Locator::new(&self.config, subsystem)?.client(self.daemon_token.clone(), timeout)
+        self.locator(subsystem)?
+            .client(self.daemon_token.clone(), timeout)
+    }
+
+    /// Where another daemon of the pool is found (see [`Locator`]), its
+    /// clients carrying this context's fault filter.
+    pub fn locator(&self, subsystem: &str) -> Result<Locator, DaemonError> {
+        let mut locator = Locator::new(&self.config, subsystem)?;
+        locator.faults = self.faults();
+        Ok(locator)
+    }
+
+    /// What this daemon's tasks need to dial other daemons by address.
+    pub fn dialer(&self) -> Result<Dialer, DaemonError> {
+        let ca_pem = match self.knob("AUTH_SSL_CLIENT_CAFILE")? {
+            Some(ca) => Some(
+                std::fs::read_to_string(&ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Dialer {
+            token: self.daemon_token.clone(),
+            ca_pem,
+            faults: self.faults(),
+        })
     }
 
     /// A client for the daemon at `address` (HTCondor's sinful string
@@ -409,13 +521,7 @@ impl DaemonContext {
     /// with this daemon's token: plain TCP to a loopback address, TLS
     /// (trusting `AUTH_SSL_CLIENT_CAFILE`) otherwise.
     pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        let ca_pem = match self.knob("AUTH_SSL_CLIENT_CAFILE")? {
-            Some(ca) => Some(
-                std::fs::read_to_string(&ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?,
-            ),
-            None => None,
-        };
-        client_at(address, self.daemon_token.clone(), ca_pem, timeout)
+        self.dialer()?.client_at(address, timeout)
     }
 
     /// The TCP listener of this daemon: `listen_addr(port)`, with TLS

@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::TlsConnector;
 
+use crate::fault::{Call, Fault, FaultFilter, Tap};
 use crate::stream::{ReaderBody, OCTET_STREAM};
 use crate::NetError;
 
@@ -79,6 +80,8 @@ struct Inner {
     tls: Option<(TlsConnector, SocketAddr)>,
     max_response_bytes: usize,
     idle: Mutex<Vec<Idle>>,
+    /// A test's fault filter (see [`crate::FaultFilter`]).
+    faults: Option<Tap>,
 }
 
 struct Idle {
@@ -136,6 +139,7 @@ impl Client {
                 tls,
                 max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
                 idle: Mutex::new(Vec::new()),
+                faults: None,
             }),
         })
     }
@@ -152,7 +156,76 @@ impl Client {
                 tls: self.inner.tls.clone(),
                 max_response_bytes: max,
                 idle: Mutex::new(Vec::new()),
+                faults: self.inner.faults.clone(),
             }),
+        }
+    }
+
+    /// The same client, its calls passed through a test's fault `filter`
+    /// as calls of the daemon `from` to the daemon `to` (when known;
+    /// otherwise the filter knows the callee by its address).
+    /// Connections are not shared with the original.
+    pub fn with_faults(&self, filter: FaultFilter, from: &str, to: Option<&str>) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                endpoint: self.inner.endpoint.clone(),
+                label: self.inner.label.clone(),
+                authorization: self.inner.authorization.clone(),
+                timeout: self.inner.timeout,
+                tls: self.inner.tls.clone(),
+                max_response_bytes: self.inner.max_response_bytes,
+                idle: Mutex::new(Vec::new()),
+                faults: Some(Tap {
+                    filter,
+                    from: from.to_string(),
+                    to: to.map(str::to_string),
+                }),
+            }),
+        }
+    }
+
+    /// Asks the fault filter (if any) about a call to `path`: fails it
+    /// (cut, dropped), holds it (delayed), or says its reply is to be lost
+    /// (`Ok(true)`).
+    async fn fault(&self, path: &str) -> Result<bool, NetError> {
+        let Some(tap) = &self.inner.faults else {
+            return Ok(false);
+        };
+        let to_addr = match &self.inner.endpoint {
+            Endpoint::Tcp(a) | Endpoint::Tls(a, _) => Some(*a),
+            Endpoint::Unix(_) => None,
+        };
+        let call = Call {
+            from: &tap.from,
+            to_name: tap.to.as_deref(),
+            to_addr,
+            path,
+        };
+        match tap.filter.check(&call) {
+            None => Ok(false),
+            Some(Fault::Cut) => Err(NetError::Connect {
+                endpoint: self.inner.label.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "cut by the test's fault filter",
+                ),
+            }),
+            Some(Fault::Drop) => {
+                tokio::time::sleep(self.inner.timeout).await;
+                Err(self.timeout_error())
+            }
+            Some(Fault::DropReply) => Ok(true),
+            Some(Fault::Delay(d)) => {
+                tokio::time::sleep(d).await;
+                Ok(false)
+            }
+        }
+    }
+
+    fn reply_lost(&self) -> NetError {
+        NetError::Http {
+            endpoint: self.inner.label.clone(),
+            message: "the reply was lost (the test's fault filter)".into(),
         }
     }
 
@@ -185,6 +258,7 @@ impl Client {
             )),
             None => None,
         };
+        let lose_reply = self.fault(path).await?;
         let exchange = self.exchange(method, path, body);
         let (status, bytes) = match tokio::time::timeout(self.inner.timeout, exchange).await {
             Ok(result) => result?,
@@ -195,6 +269,9 @@ impl Client {
                 })
             }
         };
+        if lose_reply {
+            return Err(self.reply_lost());
+        }
         if !status.is_success() {
             return Err(NetError::Remote {
                 endpoint: self.inner.label.clone(),
@@ -385,6 +462,11 @@ impl Client {
     ) -> Result<u64, NetError> {
         let method = route_method(route)?;
         let body = Bytes::from(serde_json::to_vec(req).map_err(NetError::Encode)?);
+        if self.fault(route.path).await? {
+            // served, but the reply never arrives
+            let _ = self.send_pooled(method, route.path, Some(body), true).await;
+            return Err(self.reply_lost());
+        }
         let send = self.send_pooled(method, route.path, Some(body), true);
         let (resp, sender) = tokio::time::timeout(self.inner.timeout, send)
             .await
@@ -456,6 +538,7 @@ impl Client {
         len: u64,
     ) -> Result<Resp, NetError> {
         let method = route_method(route)?;
+        let lose_reply = self.fault(route.path).await?;
         let name = http::HeaderName::from_bytes(header.0.as_bytes())
             .map_err(|_| NetError::Config(format!("invalid header name `{}`", header.0)))?;
         let value = HeaderValue::from_str(&header.1)
@@ -496,6 +579,9 @@ impl Client {
                 }
             }
         };
+        if lose_reply {
+            return Err(self.reply_lost());
+        }
         let status = resp.status();
         if !status.is_success() {
             return Err(self.remote_error(status, resp.into_body()).await);

@@ -14,13 +14,15 @@
 //! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
 //!   the level hierarchy, narrowed by the token's scope.
 //! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
-//!   timeout, failing with [`NetError`].
+//!   timeout, failing with [`NetError`]; in tests, through a
+//!   [`FaultFilter`] that drops, delays or cuts calls between daemons.
 //!
 //! The wire contract itself (messages, paths, error codes) is `skua-proto`,
 //! re-exported as [`proto`]; `docs/protocol.md` describes it.
 
 mod client;
 mod error;
+mod fault;
 mod handler;
 mod identity;
 mod limits;
@@ -32,6 +34,7 @@ mod token;
 
 pub use client::{Client, Endpoint};
 pub use error::NetError;
+pub use fault::{Fault, FaultFilter, Peer, Rule, RuleId};
 pub use handler::{JsonStream, Reply, RequestOf, Typed, TypedHandler};
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,

@@ -592,7 +592,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         if advertise_now {
             let header = up.ad_header("Scheduler", &name);
             let (n, u, a) = (name.clone(), ctx.uid_domain.clone(), sinful.clone());
-            let counted = with_schedd(&shared, move |s| Ok(counts_ads(s, header, &n, &u, &a))).await;
+            let counted =
+                with_schedd(&shared, move |s| Ok(counts_ads(s, header, &n, &u, &a))).await;
             let (ad, submitters) = match counted {
                 Ok(c) => c,
                 Err(e) => {

@@ -65,30 +65,27 @@ pub(crate) struct ShadowFailure {
 #[derive(Clone, Default)]
 pub(crate) struct Dialer {
     token: Option<String>,
-    ca_pem: Option<String>,
+    dialer: skua_daemon::context::Dialer,
     negotiator: Option<Locator>,
 }
 
 impl Dialer {
-    /// The context's way of dialing: its daemon token, the CA of
-    /// `AUTH_SSL_CLIENT_CAFILE` (read once), the negotiator's locator.
+    /// The context's way of dialing (`ctx.dialer()`: its daemon token, the
+    /// CA of `AUTH_SSL_CLIENT_CAFILE` read once, a test's fault filter) and
+    /// the negotiator's locator.
     pub(crate) fn from_context(ctx: &DaemonContext) -> anyhow::Result<Dialer> {
-        use anyhow::Context as _;
-        let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
-            Some(f) => Some(std::fs::read_to_string(&f).with_context(|| format!("reading {f}"))?),
-            None => None,
-        };
         Ok(Dialer {
             token: ctx.daemon_token.clone(),
-            ca_pem,
-            negotiator: Some(Locator::new(&ctx.config, "NEGOTIATOR")?),
+            dialer: ctx.dialer()?,
+            negotiator: Some(ctx.locator("NEGOTIATOR")?),
         })
     }
 
     /// A client for the daemon at `address` (`<ip:port>`), as
     /// `DaemonContext::client_at` makes it.
     pub(crate) fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, String> {
-        skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
+        self.dialer
+            .client_at(address, timeout)
             .map_err(|e| e.to_string())
     }
 

@@ -18,24 +18,17 @@ use skua_proto::{routes, Ack, StarterGone};
 pub struct Peers {
     collector: Locator,
     token: Option<String>,
-    ca_pem: Option<String>,
+    dialer: skua_daemon::context::Dialer,
 }
 
 impl Peers {
     /// Reads where the collector is and the CA (`AUTH_SSL_CLIENT_CAFILE`)
-    /// once.
+    /// once (`ctx.locator`, `ctx.dialer`).
     pub fn new(ctx: &DaemonContext) -> Result<Peers, DaemonError> {
-        let ca_pem = match ctx.knob("AUTH_SSL_CLIENT_CAFILE")? {
-            Some(f) => Some(
-                std::fs::read_to_string(&f)
-                    .map_err(|e| DaemonError::Io(format!("reading {f}: {e}")))?,
-            ),
-            None => None,
-        };
         Ok(Peers {
-            collector: Locator::new(&ctx.config, "COLLECTOR")?,
+            collector: ctx.locator("COLLECTOR")?,
             token: ctx.daemon_token.clone(),
-            ca_pem,
+            dialer: ctx.dialer()?,
         })
     }
 
@@ -48,7 +41,7 @@ impl Peers {
     /// A client of the daemon at `address` (`<ip:port>`), as
     /// `ctx.client_at(address, ..)`.
     pub fn at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        skua_daemon::context::client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)
+        self.dialer.client_at(address, timeout)
     }
 
     /// Tells the shadow at `shadow_addr` that the starter of a job is gone
@@ -96,7 +89,7 @@ impl Peers {
         Peers {
             collector: Locator::new(&config, "COLLECTOR").expect("a collector locator"),
             token: None,
-            ca_pem: None,
+            dialer: skua_daemon::context::Dialer::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::*;
+use skua_testkit::JobAdBuilder;
 
 fn schedd_fast() -> Vec<(&'static str, &'static str)> {
     let mut env = fast();
@@ -61,11 +62,12 @@ impl Lcg {
 
 const PROCS: u32 = 25;
 
+/// A `/bin/true` job of submission `attempt`.
 fn job_ad(attempt: u64, proc: u32) -> String {
-    format!(
-        "[ Cmd = \"/bin/true\"; JobUniverse = 5; JobStatus = 1; ProcId = {proc}; \
-           Iwd = \"/tmp\"; RequestMemory = 1; Attempt = {attempt} ]"
-    )
+    JobAdBuilder::new()
+        .id(1, i64::from(proc))
+        .attr("Attempt", attempt as i64)
+        .text()
 }
 
 #[test]

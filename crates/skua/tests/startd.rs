@@ -19,6 +19,8 @@ use skua_proto::{
     routes, Ack, ActivateRequest, ClaimReply, ClaimRequest, DeactivateRequest, MatchNotice,
     ReleaseRequest, StarterSpec,
 };
+use skua_testkit::starter::StarterMode;
+use skua_testkit::{FakeStarter, JobAdBuilder};
 
 const CLAIM: &str = "startd-test-claim-0123456789abcdef";
 
@@ -254,8 +256,13 @@ fn startd_client(pool: &Pool) -> skua_net::Client {
 }
 
 /// A job ad of alice's that fits any slot.
-const JOB_AD: &str = "[ Owner = \"alice\"; ClusterId = 1; ProcId = 0; RequestCpus = 1; \
-                      RequestMemory = 10; Requirements = TARGET.Cpus >= 1 ]";
+fn job_ad() -> String {
+    JobAdBuilder::new()
+        .owner("alice")
+        .requests(1, 10, 1)
+        .requirements("TARGET.Cpus >= 1")
+        .text()
+}
 
 /// The negotiator's match of `slot` for `submitter`, as the startd gets it.
 fn notice(slot: &str, claim: &str, submitter: &str, preempting: bool) -> MatchNotice {
@@ -268,11 +275,11 @@ fn notice(slot: &str, claim: &str, submitter: &str, preempting: bool) -> MatchNo
     }
 }
 
-/// A schedd's claim with `claim` and [`JOB_AD`].
+/// A schedd's claim with `claim` and [`job_ad`].
 fn claim_request(claim: &str) -> ClaimRequest {
     ClaimRequest {
         claim_id: claim.into(),
-        job_ad: JOB_AD.into(),
+        job_ad: job_ad(),
         schedd_addr: "<127.0.0.1:1>".into(),
         alive_interval_secs: 0,
     }
@@ -281,29 +288,17 @@ fn claim_request(claim: &str) -> ClaimRequest {
 #[test]
 fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     let base = scratch("startd-claim-files");
-    let marks = base.join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    let starter = base.join("fake_starter.sh");
     let mut pool = startd_pool("startd-claim", &[("_CONDOR_NUM_CPUS", "2")]);
     let execute = pool.dir.join("execute");
     // the starter's contract: the spec on stdin, a scratch directory
     // dir_<pid> and the job's process group in dir_<pid>.pgid; it runs
     // until its stdin closes or a signal ends it
-    write_script(
-        &starter,
-        &format!(
-            "#!/bin/sh\nIFS= read -r spec\nM={m}\nE={e}\nmkdir \"$E/dir_$$\"\n\
-             setsid sleep 300 &\necho $! > \"$E/dir_$$.pgid\"\necho $! > \"$M/job.$$\"\n\
-             printf '%s\\n' \"$spec\" > \"$M/spec.$$\"\ncat > /dev/null\necho eof > \"$M/eof.$$\"\n",
-            m = marks.display(),
-            e = execute.display()
-        ),
-    );
-    let slot1 = start_with_starter(&mut pool, &starter, 2);
+    let fake = FakeStarter::write(&base, &execute, StarterMode::Hold).unwrap();
+    let slot1 = start_with_starter(&mut pool, &fake.script, 2);
     let host = slot1.split('@').nth(1).unwrap().to_string();
     let rt = runtime();
     let client = startd_client(&pool);
-    let job_ad = JOB_AD;
+    let job_ad = job_ad();
 
     // match, then a claim under a wrong id is refused and changes nothing
     let _: Ack = rt
@@ -348,7 +343,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     // activate: the fake starter gets the spec on stdin and keeps running
     let activate = ActivateRequest {
         claim_id: CLAIM.into(),
-        job_ad: job_ad.into(),
+        job_ad: job_ad.clone(),
         job_id: "1.0".into(),
         shadow_addr: "<127.0.0.1:1>".into(),
         owner_ids: None,
@@ -356,28 +351,11 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     let _: Ack = rt
         .block_on(client.command(&routes::STARTD_ACTIVATE, Some(&activate)))
         .unwrap();
-    let find = |prefix: &str| -> Vec<std::path::PathBuf> {
-        let mut v: Vec<_> = std::fs::read_dir(&marks)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-            .collect();
-        v.sort();
-        v
-    };
     wait_for("the starter's spec", Duration::from_secs(10), || {
-        find("spec.").len() == 1
+        fake.specs().len() == 1
     });
-    let spec_file = find("spec.").remove(0);
-    let starter_pid: u32 = spec_file
-        .extension()
-        .unwrap()
-        .to_string_lossy()
-        .parse()
-        .unwrap();
-    let spec: StarterSpec =
-        serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
+    let (starter_pid, _, spec) = fake.specs().remove(0);
+    let spec: StarterSpec = serde_json::from_str(&spec).unwrap();
     assert_eq!(spec.claim_id, CLAIM);
     assert_eq!(spec.job_id, "1.0");
     assert_eq!(Path::new(&spec.execute_dir), execute);
@@ -387,7 +365,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
         status_af(&pool, &["Name", "Activity", "JobId"]).contains(&format!("{slot1} Busy 1.0"))
     });
     // its stdin stays open while it runs
-    assert!(find("eof.").is_empty());
+    assert!(fake.marks("eof.").is_empty());
     // a second activation of a busy claim is put off: not yet
     let e = rt
         .block_on(client.command::<_, Ack>(&routes::STARTD_ACTIVATE, Some(&activate)))
@@ -397,11 +375,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
     // a graceful deactivation: SIGTERM to the starter; it dies abnormally,
     // so the startd kills the job's process group and removes its
     // directory; the claim stays, idle
-    let job_pid: i32 = std::fs::read_to_string(marks.join(format!("job.{starter_pid}")))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let job_pid = fake.job_pid(starter_pid).unwrap();
     assert!(alive(job_pid));
     let _: Ack = rt
         .block_on(client.command(
@@ -434,7 +408,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
         .block_on(client.command(&routes::STARTD_ACTIVATE, Some(&activate)))
         .unwrap();
     wait_for("a second starter", Duration::from_secs(10), || {
-        find("spec.").len() == 2
+        fake.specs().len() == 2
     });
     let _: Ack = rt
         .block_on(client.command(
@@ -448,7 +422,7 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
         status_af(&pool, &["Name", "State", "Activity"])
             .contains(&format!("{slot1} Unclaimed Idle"))
     });
-    for job in find("job.") {
+    for job in fake.marks("job.") {
         let pid: i32 = std::fs::read_to_string(job)
             .unwrap()
             .trim()
@@ -476,25 +450,14 @@ fn match_claim_activate_deactivate_release_with_a_fake_starter() {
 #[test]
 fn a_starter_that_reports_done_gets_the_claims_next_job() {
     let base = scratch("startd-reuse-files");
-    let marks = base.join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    let starter = base.join("fake_starter.sh");
     let mut pool = startd_pool("startd-reuse", &[("_CONDOR_NUM_CPUS", "1")]);
     // each spec is recorded, then reported done at once
-    write_script(
-        &starter,
-        &format!(
-            "#!/bin/sh\nM={m}\nn=0\nwhile IFS= read -r spec; do\n  n=$((n+1))\n  \
-             printf '%s\\n' \"$spec\" > \"$M/spec.$$.$n\"\n  \
-             job=$(printf '%s' \"$spec\" | sed 's/.*\"job_id\":\"\\([^\"]*\\)\".*/\\1/')\n  \
-             echo \"{{\\\"done\\\":\\\"$job\\\"}}\"\ndone\necho eof > \"$M/eof.$$\"\n",
-            m = marks.display(),
-        ),
-    );
-    let slot1 = start_with_starter(&mut pool, &starter, 1);
+    let execute = pool.dir.join("execute");
+    let fake = FakeStarter::write(&base, &execute, StarterMode::ReportDone).unwrap();
+    let slot1 = start_with_starter(&mut pool, &fake.script, 1);
     let rt = runtime();
     let client = startd_client(&pool);
-    let job_ad = JOB_AD;
+    let job_ad = job_ad();
     let _: Ack = rt
         .block_on(client.command(
             &routes::STARTD_MATCH,
@@ -504,20 +467,10 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
     let _: ClaimReply = rt
         .block_on(client.command(&routes::STARTD_CLAIM, Some(&claim_request(CLAIM))))
         .unwrap();
-    let specs = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&marks)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("spec."))
-            .collect();
-        v.sort();
-        v
-    };
     let activate = |job_id: &str| {
         let req = ActivateRequest {
             claim_id: CLAIM.into(),
-            job_ad: job_ad.into(),
+            job_ad: job_ad.clone(),
             job_id: job_id.into(),
             shadow_addr: "<127.0.0.1:1>".into(),
             owner_ids: None,
@@ -536,21 +489,15 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
     for (n, job) in ["1.0", "1.1", "1.2"].iter().enumerate() {
         activate(job);
         wait_for("the spec", Duration::from_secs(10), || {
-            specs().len() == n + 1
+            fake.specs().len() == n + 1
         });
     }
     // one starter process got all three jobs, in order
-    let names = specs();
-    let pid = names[0].split('.').nth(1).unwrap().to_string();
-    assert_eq!(
-        names,
-        vec![
-            format!("spec.{pid}.1"),
-            format!("spec.{pid}.2"),
-            format!("spec.{pid}.3")
-        ]
-    );
-    let third = std::fs::read_to_string(marks.join(&names[2])).unwrap();
+    let specs = fake.specs();
+    let pid = specs[0].0;
+    let order: Vec<(u32, u32)> = specs.iter().map(|(p, n, _)| (*p, *n)).collect();
+    assert_eq!(order, vec![(pid, 1), (pid, 2), (pid, 3)]);
+    let third = &specs[2].2;
     assert!(third.contains("\"job_id\":\"1.2\""), "{third}");
     wait_for("the claim idle", Duration::from_secs(10), || {
         status_af(&pool, &["Name", "State", "Activity"]).contains(&format!("{slot1} Claimed Idle"))
@@ -565,7 +512,7 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
         ))
         .unwrap();
     wait_for("the starter to end", Duration::from_secs(10), || {
-        marks.join(format!("eof.{pid}")).exists()
+        fake.saw_eof(pid)
     });
     wait_for("the slot unclaimed", Duration::from_secs(10), || {
         status_af(&pool, &["Name", "State"]).contains(&format!("{slot1} Unclaimed"))
@@ -575,9 +522,6 @@ fn a_starter_that_reports_done_gets_the_claims_next_job() {
 #[test]
 fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
     let base = scratch("startd-preempt-files");
-    let marks = base.join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    let starter = base.join("fake_starter.sh");
     let mut pool = startd_pool(
         "startd-preempt",
         &[
@@ -588,19 +532,11 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
     );
     let execute = pool.dir.join("execute");
     // a starter whose job ignores nothing: SIGTERM ends it
-    write_script(
-        &starter,
-        &format!(
-            "#!/bin/sh\nIFS= read -r spec\nmkdir \"{e}/dir_$$\"\necho started > \"{m}/run.$$\"\n\
-             trap 'echo term > \"{m}/term.$$\"; exit 0' TERM\nwhile true; do sleep 1; done\n",
-            m = marks.display(),
-            e = execute.display()
-        ),
-    );
-    let slot1 = start_with_starter(&mut pool, &starter, 1);
+    let fake = FakeStarter::write(&base, &execute, StarterMode::RunUntilTerm).unwrap();
+    let slot1 = start_with_starter(&mut pool, &fake.script, 1);
     let rt = runtime();
     let client = startd_client(&pool);
-    let job_ad = JOB_AD;
+    let job_ad = job_ad();
     let notice = |claim: &str, who: &str, preempting: bool| notice(&slot1, claim, who, preempting);
     let claim = claim_request;
     let _: Ack = rt
@@ -617,7 +553,7 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
             &routes::STARTD_ACTIVATE,
             Some(&ActivateRequest {
                 claim_id: CLAIM.into(),
-                job_ad: job_ad.into(),
+                job_ad: job_ad.clone(),
                 job_id: "1.0".into(),
                 shadow_addr: "<127.0.0.1:1>".into(),
                 owner_ids: None,
@@ -656,10 +592,7 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
     // after MaxJobRetirementTime the job gets SIGTERM, the old claim is gone
     // and the slot is Matched to the new one
     wait_for("the job vacated", Duration::from_secs(15), || {
-        std::fs::read_dir(&marks)
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("term."))
+        !fake.marks("term.").is_empty()
     });
     let reply = loop {
         match rt.block_on(

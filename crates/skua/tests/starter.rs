@@ -15,105 +15,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{alive, kill, scratch, wait_for, SKUAD};
-use skua_net::proto::{
-    routes, Ack, BeginReply, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, RunOutcome,
-    ShadowBegin, StarterSpec, UpdateKind, TRANSFER_HEADER,
-};
-use skua_net::routing::post;
-use skua_net::{
-    file_response, receive_file, ApiError, AuthLevel, Body, HeaderMap, Json, Listener, Response,
-    Routes, SecurityPolicy, Server, ServerConfig, ServerHandle, SigningKey, State,
-};
-use skua_schedd::sandbox::{plan_inputs, InputPlan};
+use skua_net::proto::{JobExit, RunOutcome, StarterSpec, UpdateKind};
+use skua_net::SigningKey;
+use skua_testkit::{FakeShadow, ShadowRecord};
 
 const CLAIM: &str = "claim-secret-0123456789";
-
-#[derive(Default)]
-struct Record {
-    begin: Option<ShadowBegin>,
-    plan: InputPlan,
-    updates: Vec<UpdateKind>,
-    outputs: Vec<(String, u32)>,
-    exit: Option<JobExit>,
-    /// The jobs of every exit report, in order.
-    exits: usize,
-}
-
-#[derive(Clone)]
-struct Shadow {
-    job_ad: classad::ClassAd,
-    out_dir: PathBuf,
-    rec: Arc<Mutex<Record>>,
-}
-
-fn check_claim(claim: &str) -> Result<(), ApiError> {
-    if claim == CLAIM {
-        Ok(())
-    } else {
-        Err(ApiError::not_found("no such claim"))
-    }
-}
-
-async fn begin(
-    State(s): State<Shadow>,
-    Json(b): Json<ShadowBegin>,
-) -> Result<Json<BeginReply>, ApiError> {
-    check_claim(&b.claim_id)?;
-    let plan = if b.transfer {
-        plan_inputs(&s.job_ad).map_err(|e| ApiError::bad_request(e.to_string()))?
-    } else {
-        InputPlan::default()
-    };
-    let inputs = plan.entries.clone();
-    let mut rec = s.rec.lock().unwrap();
-    rec.begin = Some(b);
-    rec.plan = plan;
-    Ok(Json(BeginReply { inputs }))
-}
-
-async fn input_file(
-    State(s): State<Shadow>,
-    Json(r): Json<InputFileRequest>,
-) -> Result<Response, ApiError> {
-    check_claim(&r.claim_id)?;
-    let source = s.rec.lock().unwrap().plan.sources.get(r.index).cloned();
-    let Some(Some(path)) = source else {
-        return Err(ApiError::not_found("no such input file"));
-    };
-    file_response(&path).await
-}
-
-async fn output_file(
-    State(s): State<Shadow>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<Ack>, ApiError> {
-    let meta: OutputFileMeta = headers
-        .get(TRANSFER_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| serde_json::from_str(v).ok())
-        .ok_or_else(|| ApiError::bad_request("no transfer header"))?;
-    check_claim(&meta.claim_id)?;
-    let dest = s.out_dir.join(&meta.name);
-    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-    receive_file(body, &dest).await?;
-    s.rec.lock().unwrap().outputs.push((meta.name, meta.mode));
-    Ok(Json(Ack {}))
-}
-
-async fn update(State(s): State<Shadow>, Json(u): Json<JobUpdate>) -> Result<Json<Ack>, ApiError> {
-    check_claim(&u.claim_id)?;
-    s.rec.lock().unwrap().updates.push(u.kind);
-    Ok(Json(Ack {}))
-}
-
-async fn exit(State(s): State<Shadow>, Json(e): Json<JobExit>) -> Result<Json<Ack>, ApiError> {
-    check_claim(&e.claim_id)?;
-    let mut rec = s.rec.lock().unwrap();
-    rec.exit = Some(e);
-    rec.exits += 1;
-    Ok(Json(Ack {}))
-}
 
 /// One test's world: a pool configuration, a fake shadow, a job directory.
 struct World {
@@ -122,9 +28,9 @@ struct World {
     execute: PathBuf,
     out_dir: PathBuf,
     rt: tokio::runtime::Runtime,
-    server: Option<ServerHandle>,
+    shadow: Option<FakeShadow>,
     addr: String,
-    rec: Arc<Mutex<Record>>,
+    rec: Arc<Mutex<ShadowRecord>>,
     job_ad: String,
     /// The running starter's standard output lines.
     lines: Mutex<Option<mpsc::Receiver<String>>>,
@@ -159,7 +65,7 @@ impl World {
             execute,
             out_dir,
             rt: tokio::runtime::Runtime::new().unwrap(),
-            server: None,
+            shadow: None,
             addr: String::new(),
             rec: Arc::default(),
             job_ad,
@@ -168,27 +74,22 @@ impl World {
         .serve(key)
     }
 
+    /// Starts the fake shadow of the world's job.
     fn serve(mut self, key: SigningKey) -> World {
-        let shadow = Shadow {
-            job_ad: classad::parse_ad(&self.job_ad).unwrap(),
-            out_dir: self.out_dir.clone(),
-            rec: self.rec.clone(),
-        };
-        let routes = Routes::new()
-            .command(&routes::SHADOW_BEGIN, post(begin))
-            .command(&routes::SHADOW_INPUT_FILE, post(input_file))
-            .command(&routes::SHADOW_OUTPUT_FILE, post(output_file))
-            .command(&routes::SHADOW_UPDATE, post(update))
-            .command(&routes::SHADOW_EXIT, post(exit))
-            .with_state(shadow);
-        let policy = SecurityPolicy::default().allowing(AuthLevel::Daemon, ["condor@*"]);
-        let config = ServerConfig::new(policy, Some(key), "test.domain");
-        let handle = self.rt.block_on(async {
-            let l = Listener::tcp("127.0.0.1:0".parse().unwrap()).await.unwrap();
-            Server::new(config, routes).unwrap().spawn(vec![l])
-        });
-        self.addr = format!("<{}>", handle.local_addr().unwrap());
-        self.server = Some(handle);
+        let job_ad = classad::parse_ad(&self.job_ad).unwrap();
+        let shadow = self
+            .rt
+            .block_on(FakeShadow::start(
+                CLAIM,
+                job_ad,
+                self.out_dir.clone(),
+                key,
+                "test.domain",
+            ))
+            .unwrap();
+        self.addr = shadow.addr.clone();
+        self.rec = shadow.record.clone();
+        self.shadow = Some(shadow);
         self
     }
 
@@ -331,7 +232,7 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        drop(self.server.take());
+        drop(self.shadow.take());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -1,0 +1,184 @@
+//! A fake shadow: the routes a starter calls on the schedd while it runs a
+//! job (begin, input files, output files, updates, exit), served for one
+//! claim and one job ad, recording everything the starter says.
+//!
+//! Inputs are planned as the schedd plans them
+//! ([`skua_schedd::sandbox::plan_inputs`]) when the starter asks for a
+//! transfer; outputs land in the shadow's output directory.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use skua_net::proto::{
+    routes, Ack, BeginReply, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, ShadowBegin,
+    UpdateKind, TRANSFER_HEADER,
+};
+use skua_net::routing::post;
+use skua_net::{
+    file_response, receive_file, ApiError, AuthLevel, Body, HeaderMap, Json, Listener, Response,
+    Routes, SecurityPolicy, Server, ServerConfig, ServerHandle, SigningKey, State,
+};
+use skua_schedd::sandbox::{plan_inputs, InputPlan};
+
+/// What the starter told the shadow.
+#[derive(Debug, Default)]
+pub struct ShadowRecord {
+    /// The last begin request.
+    pub begin: Option<ShadowBegin>,
+    /// The inputs planned at begin.
+    pub plan: InputPlan,
+    /// Every update's kind, in order.
+    pub updates: Vec<UpdateKind>,
+    /// Every output file received: name and mode.
+    pub outputs: Vec<(String, u32)>,
+    /// The last exit report.
+    pub exit: Option<JobExit>,
+    /// How many exit reports came.
+    pub exits: usize,
+}
+
+#[derive(Clone)]
+struct Served {
+    claim: String,
+    job_ad: classad::ClassAd,
+    out_dir: PathBuf,
+    rec: Arc<Mutex<ShadowRecord>>,
+}
+
+impl Served {
+    fn check_claim(&self, claim: &str) -> Result<(), ApiError> {
+        if claim == self.claim {
+            Ok(())
+        } else {
+            Err(ApiError::not_found("no such claim"))
+        }
+    }
+
+    fn rec(&self) -> MutexGuard<'_, ShadowRecord> {
+        self.rec.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+async fn begin(
+    State(s): State<Served>,
+    Json(b): Json<ShadowBegin>,
+) -> Result<Json<BeginReply>, ApiError> {
+    s.check_claim(&b.claim_id)?;
+    let plan = if b.transfer {
+        plan_inputs(&s.job_ad).map_err(|e| ApiError::bad_request(e.to_string()))?
+    } else {
+        InputPlan::default()
+    };
+    let inputs = plan.entries.clone();
+    let mut rec = s.rec();
+    rec.begin = Some(b);
+    rec.plan = plan;
+    Ok(Json(BeginReply { inputs }))
+}
+
+async fn input_file(
+    State(s): State<Served>,
+    Json(r): Json<InputFileRequest>,
+) -> Result<Response, ApiError> {
+    s.check_claim(&r.claim_id)?;
+    let source = s.rec().plan.sources.get(r.index).cloned();
+    let Some(Some(path)) = source else {
+        return Err(ApiError::not_found("no such input file"));
+    };
+    file_response(&path).await
+}
+
+async fn output_file(
+    State(s): State<Served>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Ack>, ApiError> {
+    let meta: OutputFileMeta = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| serde_json::from_str(v).ok())
+        .ok_or_else(|| ApiError::bad_request("no transfer header"))?;
+    s.check_claim(&meta.claim_id)?;
+    let dest = s.out_dir.join(&meta.name);
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ApiError::internal(format!("{}: {e}", parent.display())))?;
+    }
+    receive_file(body, &dest).await?;
+    s.rec().outputs.push((meta.name, meta.mode));
+    Ok(Json(Ack {}))
+}
+
+async fn update(State(s): State<Served>, Json(u): Json<JobUpdate>) -> Result<Json<Ack>, ApiError> {
+    s.check_claim(&u.claim_id)?;
+    s.rec().updates.push(u.kind);
+    Ok(Json(Ack {}))
+}
+
+async fn exit(State(s): State<Served>, Json(e): Json<JobExit>) -> Result<Json<Ack>, ApiError> {
+    s.check_claim(&e.claim_id)?;
+    let mut rec = s.rec();
+    rec.exit = Some(e);
+    rec.exits += 1;
+    Ok(Json(Ack {}))
+}
+
+/// A running fake shadow.
+pub struct FakeShadow {
+    handle: Option<ServerHandle>,
+    /// Its address, `<127.0.0.1:port>`, as a starter spec names it.
+    pub addr: String,
+    /// What the starter told it.
+    pub record: Arc<Mutex<ShadowRecord>>,
+}
+
+impl FakeShadow {
+    /// Serves the shadow routes for `claim` and `job_ad` on a loopback
+    /// port, to daemons with a token of `key` (`condor@*` at DAEMON level)
+    /// in `uid_domain`; outputs are written under `out_dir`.
+    pub async fn start(
+        claim: &str,
+        job_ad: classad::ClassAd,
+        out_dir: PathBuf,
+        key: SigningKey,
+        uid_domain: &str,
+    ) -> anyhow::Result<FakeShadow> {
+        let record = Arc::new(Mutex::new(ShadowRecord::default()));
+        let served = Served {
+            claim: claim.to_string(),
+            job_ad,
+            out_dir,
+            rec: record.clone(),
+        };
+        let routes = Routes::new()
+            .command(&routes::SHADOW_BEGIN, post(begin))
+            .command(&routes::SHADOW_INPUT_FILE, post(input_file))
+            .command(&routes::SHADOW_OUTPUT_FILE, post(output_file))
+            .command(&routes::SHADOW_UPDATE, post(update))
+            .command(&routes::SHADOW_EXIT, post(exit))
+            .with_state(served);
+        let policy = SecurityPolicy::default().allowing(AuthLevel::Daemon, ["condor@*"]);
+        let config = ServerConfig::new(policy, Some(key), uid_domain);
+        let listener = Listener::tcp(([127, 0, 0, 1], 0).into()).await?;
+        let handle = Server::new(config, routes)?.spawn(vec![listener]);
+        let addr = handle
+            .local_addr()
+            .ok_or_else(|| anyhow::anyhow!("the fake shadow has no TCP address"))?;
+        let addr = format!("<{addr}>");
+        Ok(FakeShadow {
+            handle: Some(handle),
+            addr,
+            record,
+        })
+    }
+
+    /// The record, locked.
+    pub fn record(&self) -> MutexGuard<'_, ShadowRecord> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stops serving (the starter then finds no shadow).
+    pub fn stop(&mut self) {
+        drop(self.handle.take());
+    }
+}
