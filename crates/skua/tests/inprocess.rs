@@ -434,3 +434,122 @@ async fn a_negotiator_cut_from_the_collector_matches_nothing_until_healed() {
     assert_eq!(int(&ad, "NumJobStarts"), Some(1));
     pool.shutdown().await.unwrap();
 }
+
+/// Whether `pid` runs a process whose command line contains `marker`.
+fn running_with(marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+            && std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                .unwrap_or(false)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again() {
+    // keep-alives every second; the job's own lease (JobLeaseDuration) is
+    // 600 s, far beyond what the test could wait for in real time: only
+    // the pool's clock lets it run out
+    let pool = pool("lease-expiry").await;
+    let user = submitter(&pool);
+    let work = pool.dir.join("work");
+    common::user_dir(&work);
+    // the job runs as the in-process startd's account (`nobody`: its
+    // UID_DOMAIN is not the submitter's), so its mark goes where anyone
+    // may write
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let first = work.join("first-run");
+    let tag = format!("lease-expiry-{}", std::process::id());
+    // the first run marks itself and waits for ever; the second completes
+    let script = work.join(format!("{tag}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "if [ -e {first} ]; then exit 0; fi\ntouch {first}\nsleep 100000\nexit 1\n",
+            first = first.display()
+        ),
+    )
+    .unwrap();
+    let jobs = SubmitBuilder::new("/bin/sh")
+        .arguments(&script.display().to_string())
+        .set("job_lease_duration", "600")
+        .requests(1, 1)
+        .job_ads(&user, 1, 0, &work.display().to_string())
+        .unwrap();
+    let cluster = pool.submit(&user, &jobs).await.unwrap();
+    pool.wait_for("the first run", Duration::from_secs(30), || async {
+        (first.exists() && running_with(&tag)).then_some(())
+    })
+    .await
+    .unwrap();
+    // and the schedd has heard it executes (the execute event)
+    pool.wait_for(
+        "the first run executing",
+        Duration::from_secs(30),
+        || async {
+            let queue = pool.queue(&user).await.ok()?;
+            let job = queue
+                .iter()
+                .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))?;
+            (int(job, "NumJobStarts") == Some(1)).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    // the network between the schedd and the startd fails both ways
+    pool.faults.cut("SCHEDD", "STARTD");
+    // less than the lease: the job keeps running, still Running in the queue
+    pool.advance(Duration::from_secs(300));
+    let later = pool.clock.now_secs();
+    // the startd has evaluated its policy at the new time (its slot ad
+    // says so) and kept the claim
+    pool.wait_for(
+        "the startd at the new time",
+        Duration::from_secs(20),
+        || async {
+            let ads = pool.ads("Machine").await.ok()?;
+            (int(ads.first()?, "MyCurrentTime")? >= later).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    assert!(running_with(&tag), "killed before its lease ran out");
+    let queue = pool.queue(&user).await.unwrap();
+    let job = queue
+        .iter()
+        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+        .expect("the job is queued");
+    assert_eq!(int(job, "JobStatus"), Some(2), "still Running");
+    // past the lease: the startd kills the job and frees the slot, the
+    // schedd gives the run up and the job is Idle again
+    pool.advance(Duration::from_secs(400));
+    pool.wait_for("the job killed", Duration::from_secs(20), || async {
+        (!running_with(&tag)).then_some(())
+    })
+    .await
+    .unwrap();
+    pool.wait_for("the job idle again", Duration::from_secs(20), || async {
+        let queue = pool.queue(&user).await.ok()?;
+        let job = queue
+            .iter()
+            .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))?;
+        (int(job, "JobStatus") == Some(1)).then_some(())
+    })
+    .await
+    .unwrap();
+    // healed: it runs again, this time to completion, two starts in all
+    pool.faults.heal();
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "JobStatus"), Some(4));
+    assert_eq!(int(&ad, "ExitCode"), Some(0));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(2));
+    pool.shutdown().await.unwrap();
+}
