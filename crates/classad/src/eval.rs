@@ -1149,13 +1149,17 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
     match (op, x, y) {
         (BinOp::Add, Val::Abs(a), Val::Rel(r)) | (BinOp::Add, Val::Rel(r), Val::Abs(a)) => {
             return Val::Abs(AbsTime {
-                secs: a.secs.wrapping_add(*r as i64),
+                secs: a
+                    .secs
+                    .wrapping_add(i64::from(crate::time::c_double_to_int(*r))),
                 offset: a.offset,
             });
         }
         (BinOp::Sub, Val::Abs(a), Val::Rel(r)) => {
             return Val::Abs(AbsTime {
-                secs: a.secs.wrapping_sub(*r as i64),
+                secs: a
+                    .secs
+                    .wrapping_sub(i64::from(crate::time::c_double_to_int(*r))),
                 offset: a.offset,
             });
         }
