@@ -5,7 +5,7 @@
 //! expected value below is what HTCondor's own library (25.14.1, HTCondor's
 //! default "old semantics" mode) answers for the same input.
 
-use classad::{parse_ad, parse_expr, unparse, Evaluator};
+use classad::{parse_ad, parse_expr, parse_old_ad, unparse, Evaluator};
 
 /// Evaluates `expr` (with `my` as the scope ad when given) and returns the
 /// canonical text of the value, or `parse_error` when the text is rejected.
@@ -366,5 +366,428 @@ fn reltime_values_print_and_convert_through_c_int() {
         ("absTime(0) - relTime(9223372036854775807)", "absTime(\"1970-01-01T00:00:01-00:00\")"),
         ("absTime(relTime(-9223372036854775808))", "absTime(\"1970-01-01T00:00:00-00:00\")"),
         ("absTime(0) + relTime(-9223372036854775808)", "absTime(\"1970-01-01T00:00:00-00:00\")"),
+    ]);
+}
+
+// ----- old-style ad text -------------------------------------------------
+
+/// Compares an old-style ad read from `text` with the attributes the
+/// reference reads (name, canonical expression text), or with a rejection
+/// (`None`); the names must be spelt the same, tabs included.
+type OldAdRow<'a> = (&'a str, Option<&'a [(&'a str, &'a str)]>);
+
+fn check_old_ads(rows: &[OldAdRow]) {
+    for (text, want) in rows {
+        let got = parse_old_ad(text);
+        let Some(want) = want else {
+            assert!(got.is_err(), "old ad {text:?} should be rejected");
+            continue;
+        };
+        let got = got.unwrap_or_else(|e| panic!("old ad {text:?}: {e}"));
+        let mut got: Vec<(String, String)> = got
+            .iter()
+            .map(|(n, e)| (n.as_str().to_string(), unparse(e)))
+            .collect();
+        got.sort();
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, e)| (n.to_string(), e.to_string()))
+            .collect();
+        assert_eq!(got, want, "old ad {text:?}");
+    }
+}
+
+/// The expression an old-style ad gives one attribute (its canonical text),
+/// `missing`, or `parse_error` when no ad is read.
+fn check_old_attrs(rows: &[(&str, &str, &str)]) {
+    for (text, attr, want) in rows {
+        let got = match parse_old_ad(text) {
+            Err(_) => "parse_error".to_string(),
+            Ok(ad) => ad
+                .lookup(attr)
+                .map_or_else(|| "missing".to_string(), unparse),
+        };
+        assert_eq!(got, *want, "{attr:?} of old ad {text:?}");
+    }
+}
+
+/// HTCondor's long-form reader: white space before the ad is skipped, then
+/// a line of white space ends the ad; a line's leading blanks and tabs are
+/// skipped; the name is everything up to the first `=` less trailing
+/// *blanks* (a tab stays part of the name: `A\t= 1` defines `'A\t'`); the
+/// value may follow blanks or tabs and anything after its first complete
+/// expression is ignored, even text that is not a token (`1 @`, `1 "abc`);
+/// `#` lines are skipped, and a `//` line is an attribute line like any
+/// other (`// A = 1` defines `'// A'`, `// c` ends the ad).
+#[test]
+fn old_style_ads_with_tabs_and_odd_lines() {
+    check_old_ads(&[
+        (" \tName\t= \"v\"\nOther\t= 2", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("\t Name =\"v\"\nOther =2", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t\tName\t\t=\t\t\"v\" \nOther\t\t=\t\t2 ", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t\tName\t=\"v\"\t \t\nOther\t=2\t \t", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("  Name  =\t\t\"v\"\t\nOther  =\t\t2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t\tName=\"v\" \nOther=2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name\t=\t\"v\" \nOther\t=\t2 ", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("\t Name\t=  \"v\"\t\nOther\t=  2\t", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("\tName\t\t=\"v\" \nOther\t\t=2 ", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t\tName\t\t=\"v\"\nOther\t\t=2", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        (" \tName  = \"v\"\nOther  = 2", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name  = \"v\" \nOther  = 2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name=\t\t\"v\"\nOther=\t\t2", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name\t=\t\"v\"\nOther\t=\t2", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("\t\tName  =\t\t\"v\" \nOther  =\t\t2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \tName\t\t=\t\"v\" \nOther\t\t=\t2 ", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        (" \t Name\t\t= \"v\" \nOther\t\t= 2 ", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t Name =\"v\" \nOther =2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name  = \"v\"\t\nOther  = 2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name = \"v\"\t \t\nOther = 2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name  =\t\t\"v\"\t \t\nOther  =\t\t2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \tName=\"v\"\t\nOther=2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name\t\t=  \"v\"\t\nOther\t\t=  2\t", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t Name  = \"v\"\t \t\nOther  = 2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name\t\t=\t\"v\"\t \t\nOther\t\t=\t2\t \t", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        (" \tName =\t\t\"v\" \nOther =\t\t2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name\t\t=  \"v\" \nOther\t\t=  2 ", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t Name  =\t\t\"v\" \nOther  =\t\t2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \tName =\"v\"\t \t\nOther =2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name\t\t= \"v\"\t \t\nOther\t\t= 2\t \t", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t\tName =\t\"v\"\nOther =\t2", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name =  \"v\"\t\nOther =  2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name  =\"v\"\t \t\nOther  =2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name  =  \"v\" \nOther  =  2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \tName  = \"v\" \nOther  = 2 ", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name\t=  \"v\"\t\nOther\t=  2\t", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        (" \t Name\t\t=\"v\"\nOther\t\t=2", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        ("\t Name=\t\"v\"\t\nOther=\t2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name =\t\t\"v\"\t \t\nOther =\t\t2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name=\"v\"\t \t\nOther=2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name\t=\t\t\"v\"\t \t\nOther\t=\t\t2\t \t", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        (" \tName=\"v\"\t \t\nOther=2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        (" \t Name=\t\"v\"\t \t\nOther=\t2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name\t\t=\t\"v\"\t\nOther\t\t=\t2\t", Some(&[("Name\t\t", "\"v\""), ("Other\t\t", "2")])),
+        (" \t Name  =\"v\"\t\nOther  =2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("  Name\t=\t\t\"v\"\t \t\nOther\t=\t\t2\t \t", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        (" \t Name  =\t\t\"v\"\t\nOther  =\t\t2\t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t\tName\t=\t\t\"v\"\nOther\t=\t\t2", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("\t\tName=\t\"v\"\t \t\nOther=\t2\t \t", Some(&[("Name", "\"v\""), ("Other", "2")])),
+        ("\t Name\t=  \"v\"\nOther\t=  2", Some(&[("Name\t", "\"v\""), ("Other\t", "2")])),
+        ("A\tB = 1", Some(&[("A\tB", "1")])),
+        ("A\t = 1", Some(&[("A\t", "1")])),
+        ("A \t= 1", Some(&[("A \t", "1")])),
+        ("A\t\t= 1", Some(&[("A\t\t", "1")])),
+        ("\tA\t=\t1", Some(&[("A\t", "1")])),
+        ("A=\t1", Some(&[("A", "1")])),
+        ("A=1", Some(&[("A", "1")])),
+        ("A =1", Some(&[("A", "1")])),
+        ("A= 1", Some(&[("A", "1")])),
+        ("A\t=1\tB = 2", Some(&[("A\t", "1")])),
+        ("A = \"x\ty\"", Some(&[("A", "\"x\\ty\"")])),
+        ("A = \"x\\ty\"", Some(&[("A", "\"x\\\\ty\"")])),
+        ("A = {1,\t2}", Some(&[("A", "{ 1,2 }")])),
+        ("A = [a = 1;\tb = 2]", Some(&[("A", "[ a = 1; b = 2 ]")])),
+        ("A = 1\t+\t2", Some(&[("A", "1 + 2")])),
+        ("A = f(\t1\t)", Some(&[("A", "f(1)")])),
+        ("A = 1\t// c", Some(&[("A", "1")])),
+        ("A = 1\t# c", Some(&[("A", "1")])),
+        ("A = \t", None),
+        ("A =\t\t", None),
+        ("\t= 1", None),
+        (" = 1", None),
+        ("A\t", None),
+        ("\t", None),
+        ("\t\n\tA = 1", Some(&[("A", "1")])),
+        ("\n\t\nA = 1", Some(&[("A", "1")])),
+        ("A = 1\n\t\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\n \t \nB = 2", Some(&[("A", "1")])),
+        ("A = 1\n\t# c\nB = 2", Some(&[("A", "1"), ("B", "2")])),
+        ("A = 1\n\t// c\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\n\tB = 2", Some(&[("A", "1"), ("B", "2")])),
+        ("A = 1\n\t\tB\t=\t2\t\n\tC\t=\t3", Some(&[("A", "1"), ("B\t", "2"), ("C\t", "3")])),
+        ("# c\n\nA = 1", None),
+        ("# c\nA = 1", Some(&[("A", "1")])),
+        ("#\tc\n\tA = 1", Some(&[("A", "1")])),
+        ("\t# c\nA = 1", Some(&[("A", "1")])),
+        ("// c\nA = 1", None),
+        ("// A = 1\nB = 2", Some(&[("// A", "1"), ("B", "2")])),
+        ("A = 1\n// B = 2\nC = 3", Some(&[("// B", "2"), ("A", "1"), ("C", "3")])),
+        ("A = 1\n//B = 2", Some(&[("//B", "2"), ("A", "1")])),
+        ("A = 1\r\n\tB = 2\r\n", Some(&[("A", "1"), ("B", "2")])),
+        ("A = 1\r\n\r\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\n\r\nB = 2", Some(&[("A", "1")])),
+        ("A\t=\t1\r", Some(&[("A\t", "1")])),
+        ("A = 1\n\u{b}\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\n\u{c}\nB = 2", Some(&[("A", "1")])),
+        ("\u{b}A = 1", Some(&[("A", "1")])),
+        ("A\u{b}= 1", Some(&[("A\u{b}", "1")])),
+        ("A =\u{b}1", Some(&[("A", "1")])),
+        ("'a b' = 1", Some(&[("'a b'", "1")])),
+        ("'a\tb' = 1", Some(&[("'a\tb'", "1")])),
+        ("a.b\t= 1", Some(&[("a.b\t", "1")])),
+        ("1a\t= 1", Some(&[("1a\t", "1")])),
+        ("A\t=\t\"tab\\\"q\"", Some(&[("A\t", "\"tab\\\"q\"")])),
+        ("A = \"x\"\t\"y\"", Some(&[("A", "\"x\"")])),
+        ("A = 1\tB", Some(&[("A", "1")])),
+        ("A = 1 \t;\t2", Some(&[("A", "1")])),
+        ("Name = \"a\tb\"\t\nX = \"c\"", Some(&[("Name", "\"a\\tb\""), ("X", "\"c\"")])),
+        ("A\t=\t-\t1", Some(&[("A\t", " -1")])),
+        ("A\t=\t!\ttrue", Some(&[("A\t", " !true")])),
+        ("A\t=\tx\t.\ty", Some(&[("A\t", "x.y")])),
+        ("A\t=\tl\t[\t0\t]", Some(&[("A\t", "l[0]")])),
+        ("A\t=\tTARGET.\tx", Some(&[("A\t", "TARGET.x")])),
+        ("A\t=\ttrue\t?\t1\t:\t2", Some(&[("A\t", "true ? 1 : 2")])),
+        ("A = 1\nB\t\t\t= 2\nC \t = 3\n\tD = 4", Some(&[("A", "1"), ("B\t\t\t", "2"), ("C \t", "3"), ("D", "4")])),
+        ("A = 1\n \t B = 2", Some(&[("A", "1"), ("B", "2")])),
+        ("MyType\t= \"Job\"\nTargetType\t= \"Machine\"\nRequirements\t= TARGET.Memory >= 1024", Some(&[("MyType\t", "\"Job\""), ("Requirements\t", "TARGET.Memory >= 1024"), ("TargetType\t", "\"Machine\"")])),
+        ("A = 1\nA\t= 2", Some(&[("A", "1"), ("A\t", "2")])),
+        ("A = 1\na = 2", Some(&[("A", "2")])),
+        ("A\t= 1\nA = 2", Some(&[("A", "2"), ("A\t", "1")])),
+        ("x\t\t=\t\t\"y\"\t\t", Some(&[("x\t\t", "\"y\"")])),
+        ("A = \"unterminated\tB = 2", None),
+        ("A = 1\n\tgarbage\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\ngarbage\t=\nB = 2", Some(&[("A", "1")])),
+        ("A = 1\nB =\t\nC = 3", Some(&[("A", "1")])),
+        ("\t\t\t", None),
+        (" \t\n", None),
+        ("A = relTime(\"1d\")", Some(&[("A", "relTime(\"1+00:00:00\")")])),
+        ("A = relTime(\"1\t2\")", None),
+        ("A\t=\trelTime(\"\t1:00\t\")", Some(&[("A\t", "relTime(\"01:00\")")])),
+        ("undefined  /*  @relTime(\"1d\")\n(@\"s\"'q'\t", None),
+        ("1.5x.ytrue1.5\"a\\\"b\"+\n", None),
+        ("true\r\n\tx \t=\t true  \r\n A= //A\t", None),
+        (" B \t=\tx.y1.5@Name\r\n\n\n", Some(&[("B \t", "x.y1")])),
+        (" Name = \n+B.x.yName", None),
+        ("B \t=\t \"a\\\"b\"-\r\"s\"\n\tMy Attr= ,.\"c\\\\\"\n\n", Some(&[("B \t", "\"a\\\"b\" - \"s\"")])),
+        ("x =\t -\"c\\\\\"\r\n\tA=\t  #\r\n{1.5\t],\r\nMy Attr\t=\t #==", Some(&[("x", " -\"c\\\\\\\\\"")])),
+        ("\tB = /**/AB\t", Some(&[("B", "AB")])),
+        ("//\\ B\n\n", None),
+        (" x=\t @B", None),
+        ("B = */f(\r\n Name \t= \"c\\\\\",+\n", None),
+        ("undefined//\n//Name\"s\"\nA =@//\"s\"", None),
+        (";\"s\"Name\u{b}\r\n}010\t", None),
+        ("a.b \t=\t \t\ttrue  \n\tx\t= x1.5'q'\nf(  .relTime(\"1d\")[\n*/{\u{c} +", Some(&[("a.b \t", "true"), ("x\t", "x1")])),
+        ("x\t=\t ==x.y\nName\t=\t{f({1.5\n\tB\t=\t xB\t", None),
+        (" My Attr \t=,@.\n\"s\"undefined1.5//f(+", None),
+        ("A =\t ==Name\t", None),
+        ("\tA \t=\t=\u{c}x{", None),
+        ("{\n x=\t.*/Name\n\t\t  true\n", None),
+        ("*/#/*[\u{b}\n\tB\t= (\t", None),
+        ("\ta.b=2\r010\t", Some(&[("a.b", "2")])),
+        ("\r\\A  \u{c}B\r\nB =\t 1.5+\t\t\r\n A \t=/*\t", None),
+        ("=)\r\n010{  \"a\\\"b\"\r\n\tName \t=\t /*\n", None),
+        ("a.b \t=\t  \na.b \t=\r\n\n", None),
+        ("\"s\"\ntrue\u{c}\n-B\"a\\\"b\"\t", None),
+        ("f(,\ntrue.Name\n;\n B \t=\t )={\\\n", None),
+        ("\r\n Name\t=;2{\u{b}\t", None),
+        ("\"c\\\\\"  010//\nMy Attr =\t 'q'*/.==\n\ta.b \t=\t  'q'2\n\tName =[\n", None),
+        (" My Attr \t=\t relTime(\"1d\")2\r\n/*\"s\"A\"s\"x.y\r\n\ta.b =\t relTime(\"1d\")\t\t*/\\\n", Some(&[("My Attr \t", "relTime(\"1+00:00:00\")")])),
+        (" \tx)A\r\n x=\t\t\t1'q' \r\n x \t=\t 2\r\n\u{c})xtrue010\t", None),
+        ("\"a\\\"b\"\\\"c\\\\\"==\n==B\"c\\\\\"\"c\\\\\"f(\n)\t\t\nB\t.\t", None),
+        ("\"c\\\\\",x.y\"s\"A]\r\n==\t", None),
+        ("My Attr \t= */)A\r\nx=\t[)\"s\"Name\r\na.b = ]", None),
+        ("x.y.\"c\\\\\"\\\n\tA=\t */,xtrue\n\u{c}  x\tx\"s\"\t", None),
+        ("A \t= \r{\r\n\ta.b = 2{\r\n  \r\n B\t=//\n", None),
+        ("\"s\"\\", None),
+        ("==\n=.(@(\n B \t=\t\"c\\\\\"\n\tA=+\t", None),
+        ("\tx \t=;", None),
+        ("Name\t= )\u{c}(\n My Attr\t= ===Btrue\n\rf(\r\n", None),
+        ("\tMy Attr \t=x.\r\nMy Attr=1.5x\r\n(\"a\\\"b\"\t010@*/\r\n Name\t=\t .]/*+\t", None),
+        ("\tMy Attr =\t*/\r\na.b=\t true\"s\")\r\nf(,),2}\r\nMy Attr =#\n\n", None),
+        ("/*\r\u{b}== \n\n", None),
+        ("\ta.b =-\t\t,true\r\nx=\t#\r\n //+\n\n", None),
+        ("\tMy Attr = \"s\"\rundefinedName\n Name\t= }-1  \n\n", Some(&[("My Attr", "\"s\"")])),
+        ("\t\t\u{c}\n\n", None),
+        ("} \n a.b=\t \u{b}\ttrue\n1+f(", None),
+        ("\ta.b\t= 'q'-\r\n@=true//\n\n", None),
+    ]);
+}
+
+#[test]
+fn old_style_ad_attributes_with_tabs() {
+    check_old_attrs(&[
+        (" \t Name\t=\t\t\"v\" \nOther\t=\t\t2 ", "Name\t", "\"v\""),
+        (" \tName=\"v\"\t\nOther=2\t", "Name", "\"v\""),
+        ("A\t=\tl\t[\t0\t]", "A\t", "l[0]"),
+        (" \tName  = \"v\"\nOther  = 2", "Name", "\"v\""),
+        ("A\t", "A\t", "parse_error"),
+        ("A\t=\t!\ttrue", "A\t", " !true"),
+        (" \t Name  =  \"v\" \nOther  =  2 ", "Name", "\"v\""),
+        (" \t Name=\"v\"\t\nOther=2\t", "Other", "2"),
+        ("  Name = \"v\"\t\nOther = 2\t", "Name", "\"v\""),
+        ("\t Name =\t\t\"v\" \nOther =\t\t2 ", "Other", "2"),
+        ("\tB =x\nx =A{.\n\u{c}#1.5\n\"s\"='q'\n\n", "B", "x"),
+        ("\t\tName  =\t\t\"v\" \nOther  =\t\t2 ", "Name", "\"v\""),
+        (" \t Name  =  \"v\"\nOther  =  2", "Other", "2"),
+        ("  Name =\t\t\"v\"\t\nOther =\t\t2\t", "Name", "\"v\""),
+        ("\t\tName =\"v\"\nOther =2", "Other", "2"),
+        ("  Name  =\t\t\"v\" \nOther  =\t\t2 ", "Name", "\"v\""),
+        (" \tName  =\t\"v\" \nOther  =\t2 ", "Other", "2"),
+        ("\t Name\t=\"v\"\t\nOther\t=2\t", "Name\t", "\"v\""),
+        ("\t\tName  =\t\t\"v\"\nOther  =\t\t2", "Other", "2"),
+        (" \tName  =  \"v\"\t \t\nOther  =  2\t \t", "Name", "\"v\""),
+        (" \t Name=\t\"v\"\nOther=\t2", "Other", "2"),
+        ("  Name  =  \"v\"\nOther  =  2", "Other", "2"),
+        (" \t Name = \"v\"\nOther = 2", "Name", "\"v\""),
+        (" Name =\t\t\"v\"\t\nOther =\t\t2\t", "Other", "2"),
+        ("\u{b}A = 1", "A", "1"),
+        ("\t\tName  =\"v\"\t\nOther  =2\t", "Name", "\"v\""),
+        ("\t Name=\t\"v\"\t\nOther=\t2\t", "Name", "\"v\""),
+        (" \tName=  \"v\"\t\nOther=  2\t", "Other", "2"),
+        ("\t\tName =  \"v\"\t\nOther =  2\t", "Other", "2"),
+        ("A = relTime(\"1\t2\")", "A", "parse_error"),
+        (" \tName  =\t\t\"v\"\t \t\nOther  =\t\t2\t \t", "Other", "2"),
+        ("\t\tName =\"v\" \nOther =2 ", "Name", "\"v\""),
+        ("A = 1\n\tgarbage\nB = 2", "A", "1"),
+        ("  Name\t=  \"v\" \nOther\t=  2 ", "Name\t", "\"v\""),
+        ("\t\tName=\t\"v\"\t \t\nOther=\t2\t \t", "Other", "2"),
+        (" \t Name\t=  \"v\"\t\nOther\t=  2\t", "Name\t", "\"v\""),
+        ("\t Name =\t\"v\"\nOther =\t2", "Name", "\"v\""),
+        ("\t\tName= \"v\"\t\nOther= 2\t", "Name", "\"v\""),
+        ("\t\tName=\t\"v\"\nOther=\t2", "Name", "\"v\""),
+        ("  Name=\"v\"\t \t\nOther=2\t \t", "Name", "\"v\""),
+        (" Name=\t\t\"v\"\t \t\nOther=\t\t2\t \t", "Other", "2"),
+        (
+            "\t\tName\t=  \"v\"\t \t\nOther\t=  2\t \t",
+            "Name\t",
+            "\"v\"",
+        ),
+        (
+            "x=\ttrue-\n My Attr\t=\t\t#\r/*\n x \t=\t 1\n\n",
+            "A\t",
+            "parse_error",
+        ),
+        ("\t\tName  =\"v\"\nOther  =2", "Other", "2"),
+        ("\t\tName = \"v\"\t\nOther = 2\t", "Name", "\"v\""),
+        ("\t\tName = \"v\"\t\nOther = 2\t", "Other", "2"),
+        (" \tName=\t\t\"v\" \nOther=\t\t2 ", "Other", "2"),
+        (" \tName =\t\"v\"\t \t\nOther =\t2\t \t", "Name", "\"v\""),
+        ("\t\tName\t= \"v\"\nOther\t= 2", "Name\t", "\"v\""),
+        (" \t Name= \"v\" \nOther= 2 ", "Other", "2"),
+        ("A = 1\t// c", "A", "1"),
+        (" \t Name  =\"v\"\nOther  =2", "Other", "2"),
+        ("\t\tName\t=\t\"v\" \nOther\t=\t2 ", "Name\t", "\"v\""),
+        ("\t\tName\t=\"v\" \nOther\t=2 ", "Name\t", "\"v\""),
+        (" \tName  =\t\t\"v\"\nOther  =\t\t2", "Other", "2"),
+        (" \tName =\"v\"\t \t\nOther =2\t \t", "Name", "\"v\""),
+        ("  Name =\"v\"\t\nOther =2\t", "Other", "2"),
+        (" \tName  = \"v\"\t\nOther  = 2\t", "Name", "\"v\""),
+        ("\t Name=  \"v\"\nOther=  2", "Other", "2"),
+        ("\t\tName=  \"v\"\t \t\nOther=  2\t \t", "Name", "\"v\""),
+        (" \tName= \"v\"\t\nOther= 2\t", "Other", "2"),
+        ("  Name\t= \"v\"\t \t\nOther\t= 2\t \t", "Name\t", "\"v\""),
+        (" \tName\t=\"v\"\nOther\t=2", "Name\t", "\"v\""),
+        (" \tName = \"v\"\nOther = 2", "Other", "2"),
+        (
+            " \t Name =\t\t\"v\"\t \t\nOther =\t\t2\t \t",
+            "Name",
+            "\"v\"",
+        ),
+        (" \t Name =\t\"v\" \nOther =\t2 ", "Other", "2"),
+        ("\tName\t=\"v\" \nOther\t=2 ", "Name\t", "\"v\""),
+        (" \t Name =  \"v\"\t \t\nOther =  2\t \t", "Other", "2"),
+        ("# c\n\nA = 1", "A\tB", "parse_error"),
+        (" \tName\t= \"v\"\t \t\nOther\t= 2\t \t", "Name\t", "\"v\""),
+        ("  Name\t\t=\t\"v\"\t\nOther\t\t=\t2\t", "Name", "missing"),
+        (
+            "\t Name\t\t=  \"v\"\t \t\nOther\t\t=  2\t \t",
+            "Name\t",
+            "missing",
+        ),
+        (
+            " \t Name\t=\t\t\"v\"\t \t\nOther\t=\t\t2\t \t",
+            "Other",
+            "missing",
+        ),
+        ("\t Name\t\t=  \"v\"\nOther\t\t=  2", "Other", "missing"),
+        ("A = 1\n\u{c}\nB = 2", "A \t", "missing"),
+        (
+            "\t Name\t\t=\t\t\"v\"\t \t\nOther\t\t=\t\t2\t \t",
+            "Name\t",
+            "missing",
+        ),
+        (" \tName\t= \"v\"\t\nOther\t= 2\t", "Name", "missing"),
+        ("\u{b}A = 1", "A\t", "missing"),
+        ("A = 1\n\r\nB = 2", "B", "missing"),
+        (" \tName =  \"v\"\nOther =  2", "Name\t", "missing"),
+        ("  Name\t\t=\"v\" \nOther\t\t=2 ", "Other", "missing"),
+        ("\t Name =\t\t\"v\"\nOther =\t\t2", "Name\t", "missing"),
+        ("  Name =\t\t\"v\" \nOther =\t\t2 ", "Name\t", "missing"),
+        (" \t Name  = \"v\"\nOther  = 2", "Name\t", "missing"),
+        ("\tA\t=\t1", "A B", "missing"),
+        ("  Name =\t\"v\"\t\nOther =\t2\t", "Name\t", "missing"),
+        ("A = \"x\\ty\"", "A\t", "missing"),
+        (" \t Name\t\t=\"v\"\nOther\t\t=2", "Name\t", "missing"),
+        (
+            " \t Name\t\t= \"v\"\t \t\nOther\t\t= 2\t \t",
+            "Name\t",
+            "missing",
+        ),
+        ("Name  =\t\"v\"\nOther  =\t2", "Name\t", "missing"),
+        ("A = 1\n\t\tB\t=\t2\t\n\tC\t=\t3", "A \t", "missing"),
+        ("  Name  = \"v\"\t \t\nOther  = 2\t \t", "Name\t", "missing"),
+        (" \tName\t=\"v\"\t\nOther\t=2\t", "Name", "missing"),
+        (" \tName\t=\t\t\"v\"\t\nOther\t=\t\t2\t", "Name", "missing"),
+        (
+            "\t\tName\t=\t\t\"v\"\t\nOther\t=\t\t2\t",
+            "Other",
+            "missing",
+        ),
+        ("\t Name=  \"v\"\t \t\nOther=  2\t \t", "Name\t", "missing"),
+        ("A = 1\n// B = 2\nC = 3", "B", "missing"),
+        (" \t Name\t=\t\"v\"\nOther\t=\t2", "Other", "missing"),
+        ("A\t=\tTARGET.\tx", "A\tB", "missing"),
+        (
+            " \t Name\t=\t\t\"v\"\t \t\nOther\t=\t\t2\t \t",
+            "Name",
+            "missing",
+        ),
+    ]);
+}
+
+/// The lexer's white space is C's `isspace` (vertical tab included); a
+/// complete expression followed by text that is no token is still an error
+/// where the whole text must be one expression; a negative integer literal
+/// folded with its `-` escapes the default mode's leading-zero rule, as in
+/// the reference (`-010` is -10, `-0x10` is 0, `010` and `- 010` are errors).
+#[test]
+fn lexer_corners() {
+    check(&[
+        ("1\u{b}+\u{b}2", "3"),
+        ("1\u{c}+\u{c}2", "3"),
+        ("1\r+\r2", "3"),
+        ("\u{b}1", "1"),
+        ("1\u{b}", "1"),
+        ("[a\u{b}=\u{b}1]", "[ a = 1 ]"),
+        ("{1,\u{b}2}", "{ 1,2 }"),
+        ("1 #", "parse_error"),
+        ("1 @", "parse_error"),
+        ("1 $", "parse_error"),
+        ("1 `", "parse_error"),
+        ("1 \"abc", "parse_error"),
+        ("1 /* x", "parse_error"),
+        ("1 \\", "parse_error"),
+        ("a\u{b}b", "parse_error"),
+        ("-010", "-10"),
+        ("- 010", "parse_error"),
+        ("-0x10", "0"),
+        ("-00", "0"),
+        ("1 + -010", "-9"),
+        ("-08", "parse_error"),
+        ("-007", "-7"),
+        ("2 -010", "parse_error"),
+        ("{-010, -0x1f}", "{ -10,0 }"),
+        ("-0x", "parse_error"),
+        ("-0xg", "parse_error"),
+        ("-09.5", "-9.500000000000000E+00"),
+        ("-0X1F", "0"),
+        ("-0x10 + 1", "1"),
+        ("-0778", "parse_error"),
+        ("-9223372036854775808", "-9223372036854775808"),
+        ("-09223372036854775808", "parse_error"),
+    ]);
+    check_unparse(&[
+        ("-010", "-10"),
+        ("x-010", "parse_error"),
+        ("f(-010)", "f(-10)"),
     ]);
 }
