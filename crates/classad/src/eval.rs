@@ -1002,12 +1002,16 @@ impl Evaluator {
             (Val::Error, _) | (_, Val::Error) => Val::Error,
             (Val::Undefined, _) | (_, Val::Undefined) => Val::Undefined,
             (Val::List(items, scope), Val::Int(k)) => {
-                if *k < 0 || *k as usize >= items.len() {
-                    Val::Error
-                } else {
-                    let items = items.clone();
-                    let scope = *scope;
-                    self.eval_in(&items[*k as usize], scope)
+                // The reference reads the index into a C `int`: its low 32
+                // bits (`l[4294967297]` is `l[1]`).
+                let k = *k as i32;
+                match usize::try_from(k) {
+                    Ok(k) if k < items.len() => {
+                        let items = items.clone();
+                        let scope = *scope;
+                        self.eval_in(&items[k], scope)
+                    }
+                    _ => Val::Error,
                 }
             }
             (Val::Ad(f), Val::Str(s)) => {
