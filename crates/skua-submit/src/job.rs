@@ -285,9 +285,16 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         Some(c) => {
             let path = join_path(&opts.submit_dir, &c.value);
             exe_size = files.file_size(&path);
+            // condor_submit leaves the name as written when the executable is not transferred
+            // (`transfer_executable` starting with `f` or `F`).
+            let kept = ctx
+                .get(&["transfer_executable"])?
+                .is_some_and(|t| t.value.starts_with(['f', 'F']));
             if uni == universe::JAVA {
                 ad.str("Cmd", "java");
                 java_class = Some(path);
+            } else if kept {
+                ad.str("Cmd", &c.value);
             } else {
                 ad.str("Cmd", &path);
             }

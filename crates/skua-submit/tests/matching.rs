@@ -350,8 +350,12 @@ fn per_item_values_of_jobs_queued_over_matching_directories() {
         ("executable = /bin/echo\narguments = $(Item)\nqueue matching dirs d*/in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Args", "\"d1/in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Args", "\"d2/in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
         ("executable = /bin/echo\ninitialdir = $(dir)\n+Dirname = \"$(dir)\"\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\""), ("Dirname", "\"\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\""), ("Dirname", "\"\"")]]),
     ];
+    check_jobs(&files, rows);
+}
+
+fn check_jobs(files: &MemoryFiles, rows: JobRows) {
     for (text, want) in rows {
-        let ads = jobs(text, &files);
+        let ads = jobs(text, files);
         assert_eq!(ads.len(), want.len(), "number of jobs of\n{text}");
         for (i, (ad, attrs)) in ads.iter().zip(want.iter()).enumerate() {
             for (name, value) in attrs.iter() {
@@ -360,4 +364,97 @@ fn per_item_values_of_jobs_queued_over_matching_directories() {
             }
         }
     }
+}
+
+/// More per-item values: `$Fp`/`$Fn` of items, an executable inside the matched directory, a
+/// `transfer_executable = false` executable left as written, doubled slashes squeezed, remaps.
+#[test]
+fn per_item_values_with_executables_and_transfer_lists() {
+    let files = tree(&[
+        "d1/",
+        "d2/",
+        "a.txt",
+        "d1/in.txt",
+        "d2/in.txt",
+        "d1/run.sh",
+        "d2/run.sh",
+        "run.sh",
+        "job.sub",
+    ]);
+    let rows: JobRows = &[
+        ("executable = /bin/echo\ninitialdir = $Fp(Item)\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_input_files = $(Item)in.txt, $(Item), in.txt\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferInput", "\"d1/in.txt,d1/,in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferInput", "\"d2/in.txt,d2/,in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\noutput = $Fn(Item).out\nerror = $Fnx(Item).err\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = $(Item)run.sh\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = $(Item)run.sh\ninitialdir = $(Item)\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = run.sh\ninitialdir = $(Item)\ntransfer_executable = false\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")]]),
+        ("executable = /bin/echo\ninitialdir =\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ninput = in.txt\nshould_transfer_files = YES\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)//\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_output_files = out/\ntransfer_output_remaps = \"out=$(Item)res\"\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferOutputRemaps", "\"out=d1/res\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferOutputRemaps", "\"out=d2/res\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\n+Iwd2 = \"$(initialdir)\"\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d1/\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d2/\"")]]),
+        ("executable = /bin/echo\niwd = $(Item)\narguments = \"$(Item) $(Item)x\"\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Arguments", "\"d1/ d1/x\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Arguments", "\"d2/ d2/x\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = local\nlog = l.log\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("UserLog", "\"/home/u/job/d1/l.log\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("UserLog", "\"/home/u/job/d2/l.log\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = scheduler\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(d)\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitial_dir = $(Item)\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\nInitialDir = $(Item)\nerror = e\nqueue matching dirs d*\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $Fp(Item)\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\noutput = $Fn(Item).out\nerror = $Fnx(Item).err\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Out", "\"in.out\""), ("Err", "\"in.txt.err\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Out", "\"in.out\""), ("Err", "\"in.txt.err\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = $(Item)run.sh\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d1/in.txtrun.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d2/in.txtrun.sh\"")]]),
+        ("executable = /bin/echo\ninitialdir =\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(d)\nqueue matching files */in.txt\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $Fp(Item)\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_input_files = $(Item)in.txt, $(Item), in.txt\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferInput", "\"d1/in.txt,d1/,in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferInput", "\"d2/in.txt,d2/,in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\noutput = $Fn(Item).out\nerror = $Fnx(Item).err\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = $(Item)run.sh\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = $(Item)run.sh\ninitialdir = $(Item)\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = run.sh\ninitialdir = $(Item)\ntransfer_executable = false\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")]]),
+        ("executable = /bin/echo\ninitialdir =\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ninput = in.txt\nshould_transfer_files = YES\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)//\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_output_files = out/\ntransfer_output_remaps = \"out=$(Item)res\"\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferOutputRemaps", "\"out=d1/res\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferOutputRemaps", "\"out=d2/res\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\n+Iwd2 = \"$(initialdir)\"\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d1/\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d2/\"")]]),
+        ("executable = /bin/echo\niwd = $(Item)\narguments = \"$(Item) $(Item)x\"\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Arguments", "\"d1/ d1/x\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Arguments", "\"d2/ d2/x\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = local\nlog = l.log\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("UserLog", "\"/home/u/job/d1/l.log\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("UserLog", "\"/home/u/job/d2/l.log\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = scheduler\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(d)\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitial_dir = $(Item)\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\nInitialDir = $(Item)\nerror = e\nqueue matching d*/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $Fp(Item)\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_input_files = $(Item)in.txt, $(Item), in.txt\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("TransferInput", "\"in.txt,in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("TransferInput", "\"in.txt,in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\noutput = $Fn(Item).out\nerror = $Fnx(Item).err\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Out", "\"Item.out\""), ("Err", "\"Item.err\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Out", "\"Item.out\""), ("Err", "\"Item.err\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = $(Item)run.sh\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/run.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/run.sh\"")]]),
+        ("executable = $(Item)run.sh\ninitialdir = $(Item)\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/run.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/run.sh\"")]]),
+        ("executable = run.sh\ninitialdir = $(Item)\ntransfer_executable = false\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")]]),
+        ("executable = /bin/echo\ninitialdir =\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ninput = in.txt\nshould_transfer_files = YES\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)//\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_output_files = out/\ntransfer_output_remaps = \"out=$(Item)res\"\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("TransferOutputRemaps", "\"out=res\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("TransferOutputRemaps", "\"out=res\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\n+Iwd2 = \"$(initialdir)\"\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"\"")]]),
+        ("executable = /bin/echo\niwd = $(Item)\narguments = \"$(Item) $(Item)x\"\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Arguments", "\"x\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Arguments", "\"x\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = local\nlog = l.log\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("UserLog", "\"/home/u/job/l.log\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("UserLog", "\"/home/u/job/l.log\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = scheduler\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(d)\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitial_dir = $(Item)\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\nInitialDir = $(Item)\nerror = e\nqueue d in d1/, d2/\n", &[&[("Iwd", "\"/home/u/job\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $Fp(Item)\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_input_files = $(Item)in.txt, $(Item), in.txt\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferInput", "\"d1/in.txt,d1/,in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferInput", "\"d2/in.txt,d2/,in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\noutput = $Fn(Item).out\nerror = $Fnx(Item).err\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Out", "\".out\""), ("Err", "\".err\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = $(Item)run.sh\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = $(Item)run.sh\ninitialdir = $(Item)\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/home/u/job/d1/run.sh\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/home/u/job/d2/run.sh\"")]]),
+        ("executable = run.sh\ninitialdir = $(Item)\ntransfer_executable = false\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"run.sh\""), ("TransferExecutable", "false")]]),
+        ("executable = /bin/echo\ninitialdir =\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ninput = in.txt\nshould_transfer_files = YES\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("In", "\"in.txt\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)//\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\ntransfer_output_files = out/\ntransfer_output_remaps = \"out=$(Item)res\"\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("TransferOutputRemaps", "\"out=d1/res\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("TransferOutputRemaps", "\"out=d2/res\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\n+Iwd2 = \"$(initialdir)\"\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d1/\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\""), ("Iwd2", "\"d2/\"")]]),
+        ("executable = /bin/echo\niwd = $(Item)\narguments = \"$(Item) $(Item)x\"\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Arguments", "\"d1/ d1/x\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Arguments", "\"d2/ d2/x\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = local\nlog = l.log\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("UserLog", "\"/home/u/job/d1/l.log\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("UserLog", "\"/home/u/job/d2/l.log\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(Item)\nuniverse = scheduler\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitialdir = $(d)\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\ninitial_dir = $(Item)\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Cmd", "\"/bin/echo\"")]]),
+        ("executable = /bin/echo\nInitialDir = $(Item)\nerror = e\nqueue matching dirs d1 d2\n", &[&[("Iwd", "\"/home/u/job/d1/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")], &[("Iwd", "\"/home/u/job/d2/\""), ("Err", "\"e\""), ("Cmd", "\"/bin/echo\"")]]),
+    ];
+    check_jobs(&files, rows);
 }
