@@ -792,6 +792,57 @@ impl Evaluator {
         }
     }
 
+    /// The ad the reference library's evaluation state is left in after it
+    /// dereferences the attribute reference `e` without evaluating it (as
+    /// `evalInEachContext` does with its first argument): the ad the name
+    /// was found in, or else the outermost ad its search visited (in a match,
+    /// with the name in neither ad, the match ad itself). `cur` for anything
+    /// that is not a reference to look up.
+    pub(crate) fn deref_scope(&mut self, e: &Expr, cur: Option<FrameId>) -> Option<FrameId> {
+        let (start, sym, bare) = match e {
+            Expr::Attr(n) => match cur {
+                Some(c) => (c, n.sym, true),
+                None => return cur,
+            },
+            Expr::AbsAttr(n) => match self.root {
+                Some(r) => (r, n.sym, false),
+                None => return cur,
+            },
+            Expr::Select(base, n) => match self.eval_in(base, cur) {
+                Val::Ad(f) => (f, n.sym, false),
+                _ => return cur,
+            },
+            _ => return cur,
+        };
+        let (found, last) = self.search_end(start, sym);
+        if bare && !found && !self.opts.strict {
+            if let Some(alt) = self.frames[start as usize].alt {
+                return Some(self.search_end(alt, sym).1);
+            }
+        }
+        Some(last)
+    }
+
+    /// Walks the lexical scopes from `start` as [`Evaluator::lookup_in_scope`]
+    /// does: whether `sym` was found, and the frame the walk ended in.
+    fn search_end(&self, start: FrameId, sym: Sym) -> (bool, FrameId) {
+        let mut current = start;
+        loop {
+            if self.frame_lookup(current, sym).is_some() {
+                return (true, current);
+            }
+            let superscope = if Some(current) == self.root {
+                None
+            } else {
+                self.frames[current as usize].parent
+            };
+            match superscope {
+                Some(s) if s != start => current = s,
+                _ => return (false, current),
+            }
+        }
+    }
+
     /// The alternate scope (other side of a match) of frame `f`.
     pub(crate) fn frame_alt(&self, f: FrameId) -> Option<FrameId> {
         self.frames[f as usize].alt

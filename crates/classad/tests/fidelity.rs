@@ -10,11 +10,20 @@ use classad::{parse_ad, parse_expr, parse_old_ad, unparse, Evaluator};
 /// Evaluates `expr` (with `my` as the scope ad when given) and returns the
 /// canonical text of the value, or `parse_error` when the text is rejected.
 fn eval_text(expr: &str, my: Option<&str>) -> String {
+    eval_text_in(expr, my, None)
+}
+
+/// As [`eval_text`], in a match of `my` against `target` when both are given.
+fn eval_text_in(expr: &str, my: Option<&str>, target: Option<&str>) -> String {
     let Ok(e) = parse_expr(expr) else {
         return "parse_error".to_string();
     };
-    let my = my.map(|s| parse_ad(s).unwrap_or_else(|err| panic!("{s}: {err}")));
-    Evaluator::default().eval(&e, my.as_ref(), None).to_string()
+    let ad = |s: &str| parse_ad(s).unwrap_or_else(|err| panic!("{s}: {err}"));
+    let my = my.map(ad);
+    let target = target.map(ad);
+    Evaluator::default()
+        .eval(&e, my.as_ref(), target.as_ref())
+        .to_string()
 }
 
 fn check(rows: &[(&str, &str)]) {
@@ -992,4 +1001,155 @@ fn subscripts_of_lists_with_error_elements_and_of_ads() {
             ("undefined[\"A\"]", "undefined"),
         ],
     );
+}
+
+// ----- evalInEachContext, countMatches, unresolved ------------------------
+
+/// (my ad, target ad, expression, expected value)
+type MatchRow<'a> = (Option<&'a str>, Option<&'a str>, &'a str, &'a str);
+
+/// The reference looks the first argument of `evalInEachContext` and
+/// `countMatches` up without evaluating it, and its evaluation state stays
+/// in the ad where that lookup ended: the ad holding the attribute, or, in a
+/// match where neither ad has it, the match ad itself. A list argument that
+/// is not a list literal (and the non-ad items of a literal list) is then
+/// evaluated from there: `evalInEachContext(x, l)` with `x` only in TARGET
+/// runs over TARGET's `l`, and with `x` in neither ad it is `undefined`
+/// (`countMatches` gives 0). Ad literals in the list keep their own scope.
+#[test]
+fn nested_evaluation_where_contexts_lack_the_attribute() {
+    let rows: &[MatchRow] = &[
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[l = {[y = 5]}]"), "countMatches(g, l)", "0"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[z = 1]"), "evalInEachContext(g, l)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[l = {[y = 5]}]"), "unresolved(b)", "\"c\""),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(y)", "\"\""),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[l = {[y = 5]}]"), "unresolved(f, \"x\")", "undefined"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(x, u)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[z = 1]"), "evalInEachContext(z, l)", "{ 1,1,1 }"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[z = 1]"), "evalInEachContext(strcat(a, \"\"), u)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[z = 1]"), "evalInEachContext(x, l)", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(strcat(a, \"\"), u)", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[z = 1]"), "evalInEachContext(x, l)[1]", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(g, l)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(a)", "\"c\""),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(TARGET.l)", "\"\""),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "countMatches(x > 0, missinglist)", "0"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[z = 1]"), "unresolved(e, \"miss\")", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[z = 1]"), "unresolved(h)", "undefined"),
+        (Some("[l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[z = 1]"), "evalInEachContext(x, TARGET.l)", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(e)", "undefined"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(x, l)", "{ 1 }"),
+        (Some("[x = 1]"), Some("[z = 1]"), "unresolved(f, \"x\")", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(l)", "\"\""),
+        (Some("[]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(y, {[x = 1], []})", "{ 200,200 }"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[z = 1]"), "countMatches(missing, l)", "0"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(a, u)", "undefined"),
+        (Some("[l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(x, {[x = 1], []})", "{ 1,undefined }"),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(c, l)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[z = 1]"), "evalInEachContext(x, error)", "error"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(missing, l)", "undefined"),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), Some("[z = 1]"), "unresolved(f)", "\"x,y\""),
+        (Some("[]"), Some("[l = {[y = 5]}]"), "unresolved(l[0])", "error"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(x, error)", "error"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(MY.x, l)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[z = 1]"), "sum(evalInEachContext(x, l))", "error"),
+        (Some("[]"), Some("[l = {[y = 5]}]"), "unresolved(e, \"miss\")", "undefined"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(l[0])", "error"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(c, l)", "undefined"),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(f, \"y\")", "true"),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "countMatches(x == 1, l)", "1"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[l = {[y = 5]}]"), "unresolved(MY.f)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(ads)", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[z = 1]"), "evalInEachContext(TARGET.x, l)", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(y, l)", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[z = 1]"), "evalInEachContext(missing, l)", "undefined"),
+        (Some("[x = 1]"), Some("[z = 1]"), "unresolved(l[0])", "error"),
+        (Some("[x = 1]"), Some("[l = {[y = 5]}]"), "unresolved(f, \"x\")", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[z = 1]"), "sum(evalInEachContext(x, l))", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[z = 1]"), "evalInEachContext(x, missinglist)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(TARGET.x, l)", "{ 100 }"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "countMatches(y, l)", "1"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), Some("[l = {[y = 5]}]"), "countMatches(missing, l)", "0"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), Some("[l = {[y = 5]}]"), "evalInEachContext(x, ads)", "undefined"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(f, \"x\")", "undefined"),
+        (Some("[]"), Some("[l = {[y = 5]}]"), "countMatches(y, l)", "0"),
+        (Some("[l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "evalInEachContext(z, l)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(y)", "\"\""),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), Some("[z = 1]"), "evalInEachContext(a, l)", "undefined"),
+        (Some("[x = 1]"), Some("[x = 100; y = 200; l = {[x = 7]}]"), "unresolved(l)", "\"\""),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), Some("[z = 1]"), "evalInEachContext(x, {[x = 1], []})", "{ 10,10 }"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), Some("[l = {[y = 5]}]"), "unresolved(e, \"miss\")", "undefined"),
+        (Some("[x = 1]"), None, "evalInEachContext(MY.x, l)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), None, "unresolved(x, 1)", "undefined"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), None, "evalInEachContext(x, TARGET.l)", "undefined"),
+        (Some("[x = 1; l = {1, [x = 2], undefined, error, \"s\", {}}]"), None, "unresolved(f, \"y\")", "undefined"),
+        (Some("[y = x + 1; l = {[x = 1], [z = 2]}]"), None, "evalInEachContext(x, ads)", "undefined"),
+        (None, None, "unresolved(r)", "undefined"),
+        (Some("[x = 1]"), None, "unresolved(l[0])", "error"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), None, "unresolved(e)", "undefined"),
+        (None, None, "unresolved(TARGET.l)", "undefined"),
+        (None, None, "unresolved(a)", "undefined"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), None, "unresolved(a)", "\"c\""),
+        (Some("[l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "unresolved(l[0])", "error"),
+        (Some("[l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "unresolved(x)", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "unresolved(1)", "error"),
+        (Some("[]"), None, "evalInEachContext(x + y, l)", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "evalInEachContext(x, ads)", "undefined"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), None, "evalInEachContext(f, l)", "{ undefined,undefined }"),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), None, "evalInEachContext(x, u)", "{ undefined,undefined }"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "evalInEachContext(x, l)[1]", "10"),
+        (Some("[]"), None, "size(evalInEachContext(y, l))", "undefined"),
+        (Some("[x = 10; l = {[x = 1], [y = 2], [x = 3; y = 4]}]"), None, "unresolved(x)", "\"\""),
+        (Some("[e = missing + 1; f = x + y; g = MY.x; h = TARGET.x; l = {[x = 1], []}; u = {[a = 1], [b = 2]}]"), None, "countMatches(x, l)", "1"),
+        (Some("[r = x; l = {[x = 1], [q = 2]}; ads = {[x = error], [x = undefined], []}]"), None, "evalInEachContext(y, {[x = 1], []})", "{ undefined,undefined }"),
+        (Some("[a = b; b = c; l = {[c = 1], [b = 5], []}]"), None, "evalInEachContext(c, l)", "{ 1,undefined,undefined }"),
+        (None, None, "evalInEachContext(b, l)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), None, "countMatches(y, l) + q", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "strcat(unresolved(x), q)", "\"30\""),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), None, "strcat(unresolved(x), q)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), Some("[z = 1]"), "unresolved(w) + q", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), None, "evalInEachContext(w, TARGET.l)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(.w, l)", "undefined"),
+        (Some("[q = 3; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(n1.x, l)", "{ 7,7 }"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), None, "unresolved(w) + q", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), None, "size(evalInEachContext(y, l)) + size(l)", "2"),
+        (Some("[q = 3; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(x, {n1, n2})", "{ 70,undefined }"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), Some("[z = 1]"), "strcat(unresolved(x), q)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(.w, l)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(.x, l)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), Some("[z = 1]"), "evalInEachContext(y, l)[0] + q", "undefined"),
+        (Some("[q = 3; l = {[x = 5]}]"), Some("[z = 1]"), "evalInEachContext(x, {n1, n2})", "{ undefined,undefined }"),
+        (Some("[q = 3; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "unresolved(w) + q", "undefined"),
+        (Some("[q = 3; l = {[x = 5]}]"), None, "evalInEachContext(x, {n1, n2})", "{ undefined,undefined }"),
+        (Some("[q = 3; l = {[x = 5]}]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "size(evalInEachContext(w, l)) + q", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), Some("[z = 1]"), "evalInEachContext(MY.w, l)", "undefined"),
+        (Some("[n1 = [x = 1]; n2 = [y = 2]; l = {[x = 5]}; x = 9]"), Some("[n1 = [x = 7]; x = 70; y = 80; l = {[x = 6], [x = 8]}; q = 30]"), "evalInEachContext(y, l)[0] + q", "110"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q; q = 30]"), "evalInEachContext(y, {[x = 3]})", "{ 3 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q]"), "evalInEachContext(y, {[x = 3]})", "{ 3 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q + x; q = 30; x = 0]"), "evalInEachContext(y, {[x = 3]})", "{ 6 }"),
+        (Some("[q = 3; w = q]"), Some("[q = 30]"), "evalInEachContext(y, {[x = 3]})", "{ undefined }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q; q = 30]"), "evalInEachContext(y, {[x = 3], [q = 4]})", "{ 3,4 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q]"), "evalInEachContext(y, {[x = 3], [q = 4]})", "{ 3,4 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q + x; q = 30; x = 0]"), "evalInEachContext(y, {[x = 3], [q = 4]})", "{ 6,4 }"),
+        (Some("[q = 3; w = q]"), Some("[q = 30]"), "evalInEachContext(y, {[x = 3], [q = 4]})", "{ undefined,undefined }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q; q = 30]"), "evalInEachContext(w, {[x = 3]})", "{ undefined }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q]"), "evalInEachContext(w, {[x = 3]})", "{ undefined }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q + x; q = 30; x = 0]"), "evalInEachContext(w, {[x = 3]})", "{ undefined }"),
+        (Some("[q = 3; w = q]"), Some("[q = 30]"), "evalInEachContext(w, {[x = 3]})", "{ 3 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q; q = 30]"), "evalInEachContext(y, {n1, [x = 3]})", "{ 3,3 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q]"), "evalInEachContext(y, {n1, [x = 3]})", "{ 3,3 }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q + x; q = 30; x = 0]"), "evalInEachContext(y, {n1, [x = 3]})", "{ 4,6 }"),
+        (Some("[q = 3; w = q]"), Some("[q = 30]"), "evalInEachContext(y, {n1, [x = 3]})", "{ undefined,undefined }"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q; q = 30]"), "countMatches(y == 3, {[x = 3]})", "0"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q]"), "countMatches(y == 3, {[x = 3]})", "1"),
+        (Some("[q = 3; n1 = [x = 1]]"), Some("[y = q + x; q = 30; x = 0]"), "countMatches(y == 3, {[x = 3]})", "0"),
+        (Some("[q = 3; w = q]"), Some("[q = 30]"), "countMatches(y == 3, {[x = 3]})", "0"),
+    ];
+    for (my, target, expr, want) in rows {
+        assert_eq!(
+            eval_text_in(expr, *my, *target),
+            *want,
+            "{expr} with my {my:?} and target {target:?}"
+        );
+    }
 }
