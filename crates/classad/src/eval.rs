@@ -792,6 +792,57 @@ impl Evaluator {
         }
     }
 
+    /// The ad the reference library's evaluation state is left in after it
+    /// dereferences the attribute reference `e` without evaluating it (as
+    /// `evalInEachContext` does with its first argument): the ad the name
+    /// was found in, or else the outermost ad its search visited (in a match,
+    /// with the name in neither ad, the match ad itself). `cur` for anything
+    /// that is not a reference to look up.
+    pub(crate) fn deref_scope(&mut self, e: &Expr, cur: Option<FrameId>) -> Option<FrameId> {
+        let (start, sym, bare) = match e {
+            Expr::Attr(n) => match cur {
+                Some(c) => (c, n.sym, true),
+                None => return cur,
+            },
+            Expr::AbsAttr(n) => match self.root {
+                Some(r) => (r, n.sym, false),
+                None => return cur,
+            },
+            Expr::Select(base, n) => match self.eval_in(base, cur) {
+                Val::Ad(f) => (f, n.sym, false),
+                _ => return cur,
+            },
+            _ => return cur,
+        };
+        let (found, last) = self.search_end(start, sym);
+        if bare && !found && !self.opts.strict {
+            if let Some(alt) = self.frames[start as usize].alt {
+                return Some(self.search_end(alt, sym).1);
+            }
+        }
+        Some(last)
+    }
+
+    /// Walks the lexical scopes from `start` as [`Evaluator::lookup_in_scope`]
+    /// does: whether `sym` was found, and the frame the walk ended in.
+    fn search_end(&self, start: FrameId, sym: Sym) -> (bool, FrameId) {
+        let mut current = start;
+        loop {
+            if self.frame_lookup(current, sym).is_some() {
+                return (true, current);
+            }
+            let superscope = if Some(current) == self.root {
+                None
+            } else {
+                self.frames[current as usize].parent
+            };
+            match superscope {
+                Some(s) if s != start => current = s,
+                _ => return (false, current),
+            }
+        }
+    }
+
     /// The alternate scope (other side of a match) of frame `f`.
     pub(crate) fn frame_alt(&self, f: FrameId) -> Option<FrameId> {
         self.frames[f as usize].alt
@@ -1002,12 +1053,16 @@ impl Evaluator {
             (Val::Error, _) | (_, Val::Error) => Val::Error,
             (Val::Undefined, _) | (_, Val::Undefined) => Val::Undefined,
             (Val::List(items, scope), Val::Int(k)) => {
-                if *k < 0 || *k as usize >= items.len() {
-                    Val::Error
-                } else {
-                    let items = items.clone();
-                    let scope = *scope;
-                    self.eval_in(&items[*k as usize], scope)
+                // The reference reads the index into a C `int`: its low 32
+                // bits (`l[4294967297]` is `l[1]`).
+                let k = *k as i32;
+                match usize::try_from(k) {
+                    Ok(k) if k < items.len() => {
+                        let items = items.clone();
+                        let scope = *scope;
+                        self.eval_in(&items[k], scope)
+                    }
+                    _ => Val::Error,
                 }
             }
             (Val::Ad(f), Val::Str(s)) => {
@@ -1149,13 +1204,17 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
     match (op, x, y) {
         (BinOp::Add, Val::Abs(a), Val::Rel(r)) | (BinOp::Add, Val::Rel(r), Val::Abs(a)) => {
             return Val::Abs(AbsTime {
-                secs: a.secs.wrapping_add(*r as i64),
+                secs: a
+                    .secs
+                    .wrapping_add(i64::from(crate::time::c_double_to_int(*r))),
                 offset: a.offset,
             });
         }
         (BinOp::Sub, Val::Abs(a), Val::Rel(r)) => {
             return Val::Abs(AbsTime {
-                secs: a.secs.wrapping_sub(*r as i64),
+                secs: a
+                    .secs
+                    .wrapping_sub(i64::from(crate::time::c_double_to_int(*r))),
                 offset: a.offset,
             });
         }

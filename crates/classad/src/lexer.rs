@@ -164,7 +164,7 @@ impl<'a> Lexer<'a> {
             if c == b'\n' {
                 self.newline(self.pos);
                 self.pos += 1;
-            } else if c.is_ascii_whitespace() {
+            } else if is_c_space(c) {
                 self.pos += 1;
             } else if c == b'/' && self.peek_at(1) == b'/' {
                 while self.pos < self.src.len() && self.src[self.pos] != b'\n' {
@@ -256,7 +256,7 @@ impl<'a> Lexer<'a> {
         if c == b'?' {
             // `?:` (Elvis), also with blanks between the two characters
             let mut j = self.pos + 1;
-            while j < self.src.len() && matches!(self.src[j], b' ' | b'\t' | b'\r' | b'\n') {
+            while j < self.src.len() && is_c_space(self.src[j]) {
                 j += 1;
             }
             if self.src.get(j) == Some(&b':') {
@@ -333,8 +333,13 @@ impl<'a> Lexer<'a> {
             return Ok(Tok::Real(if negative { -v } else { v }));
         }
         let digits = &self.src[s..int_end];
+        // The reference rejects a leading zero in HTCondor's default mode by
+        // looking at the token's first character, so a negative literal
+        // folded with its `-` (`-010`) escapes the check and is converted
+        // as in strict mode.
+        let lenient = self.strict || negative;
         if digits.len() > 1 && digits[0] == b'0' {
-            if !self.strict {
+            if !lenient {
                 return Err(self.err(start, "integer literals may not have a leading zero"));
             }
             // Strict mode: base-10 conversion that stops at the first
@@ -343,10 +348,10 @@ impl<'a> Lexer<'a> {
                 return Err(self.err(start, "malformed octal literal"));
             }
         }
-        if !self.strict && digits == b"0" && matches!(self.peek_at(0), b'x' | b'X') {
+        if !lenient && digits == b"0" && matches!(self.peek_at(0), b'x' | b'X') {
             return Err(self.err(start, "hexadecimal literals are not supported"));
         }
-        if self.strict
+        if lenient
             && digits == b"0"
             && matches!(self.peek_at(0), b'x' | b'X')
             && self.peek_at(1).is_ascii_hexdigit()
@@ -379,35 +384,35 @@ impl<'a> Lexer<'a> {
 
     fn string(&mut self, start: usize) -> Result<Tok<'a>, ParseError> {
         if self.old_strings {
-            // Old syntax: backslashes are literal, except that `\"` is a quote
-            // (unless it is the string's final quote).
+            // Old syntax: backslashes are literal, except before a quote:
+            // `\"` followed by anything but the end of the line is a quote
+            // inside the string (whose own closing quote must follow), and
+            // at the end of the line a backslash closing the string.
             self.pos += 1;
             let mut out = Vec::new();
+            let mut prev = 0u8;
             loop {
-                if self.pos >= self.src.len() || self.src[self.pos] == b'\n' {
+                let Some(&c) = self.src.get(self.pos) else {
                     return Err(self.err(start, "unterminated string"));
-                }
-                let c = self.src[self.pos];
-                if c == b'\\' && self.peek_at(1) == b'"' {
-                    // `\"` followed by end of line (or nothing that closes
-                    // the string later) is a backslash then the closing quote.
-                    let rest = &self.src[self.pos + 2..];
-                    let line_rest = rest.split(|b| *b == b'\n').next().unwrap_or(&[]);
-                    if line_rest.contains(&b'"') {
-                        out.push(b'"');
-                        self.pos += 2;
-                        continue;
-                    }
-                    out.push(b'\\');
-                    self.pos += 2;
-                    return Ok(Tok::Str(out.into()));
-                }
-                if c == b'"' {
-                    self.pos += 1;
-                    return Ok(Tok::Str(out.into()));
-                }
-                out.push(c);
+                };
                 self.pos += 1;
+                if c != b'"' {
+                    out.push(c);
+                    prev = c;
+                    continue;
+                }
+                if prev != b'\\' {
+                    return Ok(Tok::Str(out.into()));
+                }
+                match self.src.get(self.pos) {
+                    Some(&next) if next != b'\n' => {
+                        if let Some(last) = out.last_mut() {
+                            *last = b'"';
+                        }
+                        prev = 0;
+                    }
+                    _ => return Ok(Tok::Str(out.into())),
+                }
             }
         }
         // Fast path: no escapes and no newline before the closing quote.
@@ -488,4 +493,10 @@ fn describe_byte(c: u8) -> String {
     } else {
         format!("0x{c:02x}")
     }
+}
+
+/// C's `isspace` in the C locale: blank, tab, newline, vertical tab, form
+/// feed, carriage return.
+pub(crate) fn is_c_space(c: u8) -> bool {
+    c.is_ascii_whitespace() || c == 0x0b
 }

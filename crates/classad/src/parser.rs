@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::ad::ClassAd;
 use crate::ast::{BinOp, Call, Expr, UnOp};
 use crate::error::ParseError;
-use crate::lexer::{Lexer, Tok, Token};
+use crate::lexer::{is_c_space, Lexer, Tok, Token};
 use crate::name::Name;
 use crate::time::{self, TzFn};
 use crate::value::Value;
@@ -43,9 +43,31 @@ pub(crate) struct Parser<'a> {
     /// Current recursion depth (checked on the way down, so hostile
     /// nesting is rejected before it can exhaust the stack).
     nesting: u32,
+    /// A token that could not be read. It stands as the end of the input
+    /// until the grammar needs a token there, and then is the error: as in
+    /// the reference, a complete expression followed by unreadable text
+    /// (`1 @`, `1 "abc`) parses when trailing text is ignored (old-style ad
+    /// lines) and is rejected otherwise.
+    pending: Option<ParseError>,
 }
 
 type PResult<T> = Result<T, ParseError>;
+
+/// The next token, or (an end-of-input stand-in and) the error of a token
+/// that cannot be read.
+fn read_token<'a>(lex: &mut Lexer<'a>) -> (Token<'a>, Option<ParseError>) {
+    match lex.next_token() {
+        Ok(t) => (t, None),
+        Err(e) => (
+            Token {
+                tok: Tok::Eof,
+                line: e.line,
+                col: e.col,
+            },
+            Some(e),
+        ),
+    }
+}
 
 fn bin_info(tok: &Tok) -> Option<(u8, BinOp)> {
     Some(match tok {
@@ -82,18 +104,23 @@ impl<'a> Parser<'a> {
             return Err(error_at(src, at, "input contains a NUL byte"));
         }
         let mut lex = Lexer::new(src, opts.strict, old_strings);
-        let tok = lex.next_token()?;
+        let (tok, pending) = read_token(&mut lex);
         Ok(Parser {
             lex,
             tok,
             opts,
             old: old_strings,
             nesting: 0,
+            pending,
         })
     }
 
     fn advance(&mut self) -> PResult<Token<'a>> {
-        let next = self.lex.next_token()?;
+        if let Some(e) = &self.pending {
+            return Err(e.clone());
+        }
+        let (next, pending) = read_token(&mut self.lex);
+        self.pending = pending;
         Ok(std::mem::replace(&mut self.tok, next))
     }
 
@@ -102,6 +129,9 @@ impl<'a> Parser<'a> {
     }
 
     fn unexpected(&self, wanted: &str) -> ParseError {
+        if let Some(e) = &self.pending {
+            return e.clone();
+        }
         self.err_here(format!(
             "expected {wanted}, found {}",
             self.tok.tok.describe()
@@ -124,7 +154,7 @@ impl<'a> Parser<'a> {
     }
 
     pub(crate) fn at_eof(&self) -> bool {
-        self.tok.tok == Tok::Eof
+        self.tok.tok == Tok::Eof && self.pending.is_none()
     }
 
     pub(crate) fn expect_eof(&mut self) -> PResult<()> {
@@ -526,10 +556,11 @@ pub fn parse_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
 }
 
 /// Parses an old-style ad: one `Name = expression` per line, as
-/// `condor_q -l` prints them. Following HTCondor's reader, a blank line ends
-/// the ad, `#` lines are skipped, and a line that does not parse ends the ad
-/// (an error only if it is the first line). Backslashes in strings are
-/// literal except `\"`.
+/// `condor_q -l` prints them. Following HTCondor's reader: blank lines
+/// before the ad are skipped; after that a line of only white space ends
+/// the ad, lines whose first character other than blanks and tabs is `#`
+/// are skipped, and a line that does not parse ends the ad (an error if no
+/// attribute was read). Backslashes in strings are literal except `\"`.
 pub fn parse_old_ad(src: &str) -> PResult<ClassAd> {
     parse_old_ad_with(src, ParseOptions::default())
 }
@@ -538,16 +569,25 @@ pub fn parse_old_ad(src: &str) -> PResult<ClassAd> {
 pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
     let mut ad = ClassAd::new();
     let mut any = false;
-    for (lineno, raw) in src.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() {
-            if any {
-                break;
-            }
-            continue;
+    let body = src.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let skipped_lines = src[..src.len() - body.len()].matches('\n').count();
+    let mut rest = body;
+    let mut lineno = skipped_lines;
+    while !rest.is_empty() {
+        let (line, next) = match rest.find('\n') {
+            // a line ending in `\r\n` loses both
+            Some(i) => (
+                rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]),
+                &rest[i + 1..],
+            ),
+            None => (rest, ""),
+        };
+        rest = next;
+        lineno += 1;
+        if line.bytes().all(is_c_space) {
+            break;
         }
-        if trimmed.starts_with('#') {
+        if line.trim_start_matches([' ', '\t']).starts_with('#') {
             continue;
         }
         match parse_old_line(line, opts) {
@@ -557,7 +597,7 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
             }
             Err(mut err) => {
                 if !any {
-                    err.line = lineno as u32 + 1;
+                    err.line = lineno as u32;
                     return Err(err);
                 }
                 break;
@@ -570,18 +610,17 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
     Ok(ad)
 }
 
-/// Parses one `Name = expr` line of an old-style ad. The name is everything
-/// before the first `=` (trailing blanks removed); anything after the first
-/// complete expression is ignored.
+/// Parses one `Name = expr` line of an old-style ad. Leading white space is
+/// skipped; the name is everything before the first `=` with trailing
+/// blanks (not tabs) removed, so it may hold any character; anything after
+/// the first complete expression is ignored.
 pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)> {
-    if line.trim_start().starts_with("//") {
-        return Err(ParseError::new(1, 1, "comment line ends the ad"));
-    }
+    let line = line.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let eq = line
         .bytes()
         .position(|b| b == b'=')
         .ok_or_else(|| ParseError::new(1, 1, "expected `Name = expression`"))?;
-    let name = line[..eq].trim_start().trim_end_matches([' ', '\t']);
+    let name = line[..eq].trim_end_matches(' ');
     if name.is_empty() {
         return Err(ParseError::new(1, 1, "missing attribute name"));
     }

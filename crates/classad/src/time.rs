@@ -185,47 +185,93 @@ pub fn parse_abstime(s: &str, tz: TzFn) -> Option<AbsTime> {
     Some(AbsTime { secs, offset })
 }
 
-/// Parses `[+|-][D+]HH:MM:SS[.fff]`, `MM:SS`, `SS` and plain seconds.
+/// Parses the text of a relative time as the reference does, reading it
+/// from the end: `[-][D(d|+)][H(h|:)][M(m|:)][S[.F][s]]`, spaces allowed
+/// between the parts. Each part is optional and an empty number is 0, so
+/// `"1d 2h 3m 4s"`, `"1+02:03:04"`, `"90m"`, `"5:"`, `"s"` and `""` are all
+/// valid; `"1:2:3:4"`, `"+1+00:00:00"` and `"5."` are not. Days, hours and
+/// minutes are C `int`s (a number too large for one reads as 0, and the
+/// sum of their seconds wraps), the seconds a double.
 pub fn parse_reltime(s: &str) -> Option<f64> {
-    let t = s.trim();
-    if t.is_empty() {
-        // the reference reads an empty string as no time at all
-        return Some(0.0);
-    }
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
+    let b = s.as_bytes();
+    // `i` is one past the next byte to read backwards.
+    let mut i = b.len();
+    let skip_space = |i: &mut usize| {
+        while *i > 0 && b[*i - 1].is_ascii_whitespace_c() {
+            *i -= 1;
+        }
     };
-    if body.is_empty() {
-        return None;
-    }
-    let (days, rest) = match body.split_once('+') {
-        Some((d, r)) => (d.parse::<u64>().ok()? as f64, r),
-        None => (0.0, body),
+    let digits_back = |i: &mut usize| -> usize {
+        let end = *i;
+        while *i > 0 && b[*i - 1].is_ascii_digit() {
+            *i -= 1;
+        }
+        end
     };
-    let parts: Vec<&str> = rest.split(':').collect();
-    if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
-        return None;
+    // An `int` read from the digits, 0 if it does not fit.
+    let c_int = |d: &[u8]| -> i32 {
+        std::str::from_utf8(d)
+            .ok()
+            .and_then(|t| t.parse::<i32>().ok())
+            .unwrap_or(0)
+    };
+    skip_space(&mut i);
+    let mut secs = 0.0;
+    if i > 0 && matches!(b[i - 1], b's' | b'S' | b'0'..=b'9') {
+        if !b[i - 1].is_ascii_digit() {
+            i -= 1;
+        }
+        skip_space(&mut i);
+        let end = digits_back(&mut i);
+        if i > 0 && b[i - 1] == b'.' {
+            i -= 1;
+            digits_back(&mut i);
+        }
+        secs = std::str::from_utf8(&b[i..end])
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or(0.0);
     }
-    let mut total = 0.0;
-    for (k, p) in parts.iter().enumerate() {
-        let last = k == parts.len() - 1;
-        let v: f64 = if last {
-            if !p.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
-                return None;
-            }
-            p.parse().ok()?
+    let field = |i: &mut usize, units: &[u8]| -> i32 {
+        skip_space(i);
+        if *i > 0 && units.contains(&b[*i - 1]) {
+            *i -= 1;
+            skip_space(i);
+            let end = digits_back(i);
+            c_int(&b[*i..end])
         } else {
-            if !p.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            p.parse::<u64>().ok()? as f64
-        };
-        total = total * 60.0 + v;
+            0
+        }
+    };
+    let mins = field(&mut i, b"mM:");
+    let hrs = field(&mut i, b"hH:");
+    let days = field(&mut i, b"dD+");
+    skip_space(&mut i);
+    let negative = i > 0 && b[i - 1] == b'-';
+    if negative {
+        i -= 1;
     }
-    total += days * 86400.0;
-    Some(if neg { -total } else { total })
+    skip_space(&mut i);
+    if i > 0 {
+        return None;
+    }
+    let whole = days
+        .wrapping_mul(86400)
+        .wrapping_add(hrs.wrapping_mul(3600))
+        .wrapping_add(mins.wrapping_mul(60));
+    let total = f64::from(whole) + secs;
+    Some(if negative { -total } else { total })
+}
+
+/// C's `isspace` in the C locale.
+trait CSpace {
+    fn is_ascii_whitespace_c(&self) -> bool;
+}
+
+impl CSpace for u8 {
+    fn is_ascii_whitespace_c(&self) -> bool {
+        matches!(self, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+    }
 }
 
 /// C's conversion of a double to `int` on x86-64: truncation, and
@@ -261,6 +307,80 @@ pub fn format_reltime(r: f64) -> String {
     }
     s.push_str(&format!("{sec:02}"));
     s
+}
+
+/// Prints the relative time of a `relTime("...")` literal, as the
+/// reference's unparser does: like [`format_reltime`], but the sign is taken
+/// from the double before it is cut to an `int`, and fractional seconds are
+/// kept, printed as C's `%02g` (`relTime("1:00:00.5")` prints `01:00:0.5`).
+pub fn format_reltime_literal(r: f64) -> String {
+    let mut s = String::new();
+    let mut r = r;
+    if r < 0.0 {
+        s.push('-');
+        r = -r;
+    }
+    let frac = r - r.floor();
+    let whole = c_double_to_int(r);
+    let hrs = whole % 86400;
+    let mins = hrs % 3600;
+    let secs = f64::from(mins % 60) + frac;
+    let (days, hrs, mins) = (whole / 86400, hrs / 3600, mins / 60);
+    let sec_text = if frac == 0.0 {
+        // C's `(int) secs`: the whole seconds, as `%02d`
+        format!("{:02}", secs as i32)
+    } else {
+        c_general_02(secs)
+    };
+    if days != 0 {
+        s.push_str(&format!("{days}+{hrs:02}:{mins:02}:{sec_text}"));
+    } else if hrs != 0 {
+        s.push_str(&format!("{hrs:02}:{mins:02}:{sec_text}"));
+    } else if mins != 0 {
+        s.push_str(&format!("{mins:02}:{sec_text}"));
+    } else {
+        s.push_str(&sec_text);
+    }
+    s
+}
+
+/// C's `printf("%02g", v)`: six significant digits, trailing zeros removed,
+/// exponent form below 1e-4 or from 1e6 on, padded with zeros to width 2.
+fn c_general_02(v: f64) -> String {
+    const P: i32 = 6;
+    let body = if v == 0.0 {
+        "0".to_string()
+    } else {
+        // The exponent after rounding to P significant digits.
+        let e_text = format!("{:.*e}", (P - 1) as usize, v.abs());
+        let exp: i32 = e_text
+            .split_once('e')
+            .and_then(|(_, e)| e.parse().ok())
+            .unwrap_or(0);
+        if (-4..P).contains(&exp) {
+            let t = format!("{:.*}", (P - 1 - exp) as usize, v.abs());
+            trim_fraction(&t).to_string()
+        } else {
+            let (mant, _) = e_text.split_once('e').unwrap_or((&e_text, ""));
+            let sign = if exp < 0 { '-' } else { '+' };
+            format!("{}e{sign}{:02}", trim_fraction(mant), exp.abs())
+        }
+    };
+    let sign = if v < 0.0 { "-" } else { "" };
+    if sign.len() + body.len() < 2 {
+        format!("{sign}0{body}")
+    } else {
+        format!("{sign}{body}")
+    }
+}
+
+/// Drops trailing zeros after a decimal point, and the point itself.
+fn trim_fraction(t: &str) -> &str {
+    if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        t
+    }
 }
 
 /// Day names, Sunday first (C locale).

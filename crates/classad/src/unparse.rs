@@ -213,7 +213,11 @@ pub fn write_expr(e: &Expr, out: &mut String) {
 pub fn write_expr_as(e: &Expr, out: &mut String, syntax: Syntax) {
     match e {
         Expr::Lit(v) => write_value_as(v, out, syntax),
-        Expr::RelTimeStr(r) => write_value(&Value::RelTime(*r), out),
+        Expr::RelTimeStr(r) => {
+            out.push_str("relTime(\"");
+            out.push_str(&time::format_reltime_literal(*r));
+            out.push_str("\")");
+        }
         Expr::Attr(n) => write_name_as(n.as_str(), out, syntax),
         Expr::AbsAttr(n) => {
             out.push('.');

@@ -35,13 +35,29 @@ struct Cmd {
     name: &'static str,
 }
 
-/// `base` joined with `p` unless `p` is absolute.
+/// `base` joined with `p` unless `p` is absolute, as condor_submit makes a full path: runs of
+/// `/` are squeezed to one, nothing else is normalised (`./` and `../` stay, and so does a
+/// trailing `/`).
 pub(crate) fn join_path(base: &str, p: &str) -> String {
     if p.starts_with('/') || base.is_empty() {
-        p.to_string()
+        squeeze_slashes(p)
     } else {
-        format!("{}/{}", base.trim_end_matches('/'), p)
+        squeeze_slashes(&format!("{base}/{p}"))
     }
+}
+
+/// condor_submit's `compress_path`: every run of `/` becomes a single `/`.
+pub(crate) fn squeeze_slashes(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut prev_slash = false;
+    for c in p.chars() {
+        let slash = c == '/';
+        if !(slash && prev_slash) {
+            out.push(c);
+        }
+        prev_slash = slash;
+    }
+    out
 }
 
 /// Attribute names referenced by an expression (as written, any scope).
@@ -249,11 +265,14 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     // Initial directory.
     let iwd = match ctx.get(&["initialdir", "initial_dir", "iwd"])? {
         Some(c) => {
+            // As condor_submit writes it: joined to the submit directory, slashes squeezed, a
+            // trailing `/` kept (`initialdir = $(Item)` of `queue matching dirs *` gives
+            // `.../d1/`).
             let dir = join_path(&opts.submit_dir, &c.value);
             if !files.is_dir(&dir) {
                 return Err(ctx.invalid(&c, format!("No such directory: {dir}")));
             }
-            dir.trim_end_matches('/').to_string()
+            dir
         }
         None => opts.submit_dir.clone(),
     };
@@ -267,9 +286,16 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         Some(c) => {
             let path = join_path(&opts.submit_dir, &c.value);
             exe_size = files.file_size(&path);
+            // condor_submit leaves the name as written when the executable is not transferred
+            // (`transfer_executable` starting with `f` or `F`).
+            let kept = ctx
+                .get(&["transfer_executable"])?
+                .is_some_and(|t| t.value.starts_with(['f', 'F']));
             if uni == universe::JAVA {
                 ad.str("Cmd", "java");
                 java_class = Some(path);
+            } else if kept {
+                ad.str("Cmd", &c.value);
             } else {
                 ad.str("Cmd", &path);
             }

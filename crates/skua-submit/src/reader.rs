@@ -492,10 +492,20 @@ impl<'a> Reader<'a> {
                 } else {
                     args.items.clone()
                 };
-                let mut found = Vec::new();
+                // As condor_submit: each pattern expanded by glob(3) (directories marked with a
+                // trailing `/`; `dirs` asks glob for directories only, which it applies to
+                // wildcard components), `files` then drops the directories, and a match that an
+                // earlier pattern already gave is skipped.
+                let only_dirs = *dirs && !*files;
+                let no_dirs = *files && !*dirs;
+                let mut found: Vec<String> = Vec::new();
                 for pattern in queue::split_items(&list) {
-                    for m in self.glob(&pattern, *files, *dirs) {
-                        if !found.contains(&m) {
+                    let earlier = found.len();
+                    for m in self.glob(&pattern, only_dirs) {
+                        if no_dirs && m.ends_with('/') {
+                            continue;
+                        }
+                        if !found[..earlier].contains(&m) {
                             found.push(m);
                         }
                     }
@@ -511,42 +521,83 @@ impl<'a> Reader<'a> {
             .collect())
     }
 
-    /// Entries matching a glob pattern (wildcards in the last component only), sorted.
-    fn glob(&self, pattern: &str, files: bool, dirs: bool) -> Vec<String> {
-        let trimmed = pattern.trim_end_matches('/');
-        let (dir, base) = match trimmed.rfind('/') {
-            Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
-            None => ("", trimmed),
-        };
-        if !queue::has_glob(base) {
-            let full = self.path(trimmed);
-            let is_dir = self.files.is_dir(&full);
-            let exists = is_dir || self.files.file_size(&full).is_some();
-            return if exists && ((is_dir && dirs) || (!is_dir && files)) {
-                vec![if is_dir {
-                    format!("{trimmed}/")
-                } else {
-                    trimmed.to_string()
-                }]
-            } else {
-                Vec::new()
-            };
-        }
-        let listing = if dir.is_empty() {
-            self.opts.submit_dir.clone()
-        } else {
-            self.path(dir)
-        };
-        let Ok(entries) = self.files.list_entries(&listing) else {
-            return Vec::new();
-        };
-        let mut out: Vec<String> = entries
-            .into_iter()
-            .filter(|e| (e.is_dir && dirs) || (!e.is_dir && files))
-            .filter(|e| queue::glob_match(base, &e.name))
-            .map(|e| format!("{dir}{}{}", e.name, if e.is_dir { "/" } else { "" }))
-            .collect();
+    /// The paths matching a pattern as glibc's `glob(3)` finds them with `GLOB_MARK` (every
+    /// directory written with a trailing `/`) and, when `only_dirs`, `GLOB_ONLYDIR`; sorted
+    /// bytewise. Wildcards may appear in any component.
+    fn glob(&self, pattern: &str, only_dirs: bool) -> Vec<String> {
+        let mut out = self.glob_expand(pattern, only_dirs, true);
         out.sort();
+        out
+    }
+
+    /// One level of glob(3): `pattern/` is `pattern` with marks, directories only (unless `pattern` is a single
+    /// character, which glob treats as a directory whose empty entry name is looked up, so `*/`
+    /// gives `d1//`); a directory part with wildcards is expanded to directories first; a
+    /// final component with wildcards is matched against the directory's entries (a leading `.`
+    /// only explicitly; only directories when `only_dirs`), one without is kept if it exists.
+    fn glob_expand(&self, pattern: &str, only_dirs: bool, mark: bool) -> Vec<String> {
+        if let Some(dir) = pattern.strip_suffix('/') {
+            if dir.len() > 1 {
+                return self.glob_expand(dir, true, true);
+            }
+        }
+        let (dirs, name) = match pattern.rfind('/') {
+            None => (vec![String::new()], pattern),
+            Some(0) => (vec!["/".to_string()], &pattern[1..]),
+            Some(i) => {
+                let dir = &pattern[..i];
+                let dirs = if queue::has_glob(dir) {
+                    self.glob_expand(dir, true, false)
+                } else {
+                    vec![dir.to_string()]
+                };
+                (dirs, &pattern[i + 1..])
+            }
+        };
+        let mut out = Vec::new();
+        for dir in dirs {
+            let join = |n: &str| match dir.as_str() {
+                "" => n.to_string(),
+                "/" => format!("/{n}"),
+                d => format!("{d}/{n}"),
+            };
+            let names: Vec<String> = if queue::has_glob(name) {
+                let listing = if dir.is_empty() {
+                    self.opts.submit_dir.clone()
+                } else {
+                    self.path(&dir)
+                };
+                let Ok(entries) = self.files.list_entries(&listing) else {
+                    continue;
+                };
+                let dots = [".", ".."].map(|n| skua_config::DirEntry {
+                    name: n.to_string(),
+                    is_dir: true,
+                });
+                entries
+                    .into_iter()
+                    .chain(dots)
+                    .filter(|e| !only_dirs || e.is_dir)
+                    .filter(|e| queue::glob_match(name, &e.name))
+                    .map(|e| e.name)
+                    .collect()
+            } else {
+                let full = self.path(&join(name));
+                if self.files.is_dir(&full) || self.files.file_size(&full).is_some() {
+                    vec![name.to_string()]
+                } else {
+                    Vec::new()
+                }
+            };
+            for n in names {
+                let path = join(&n);
+                if mark && self.files.is_dir(&self.path(&path)) {
+                    out.push(format!("{path}/"));
+                } else {
+                    out.push(path);
+                }
+            }
+        }
         out
     }
 

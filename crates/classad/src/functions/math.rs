@@ -42,6 +42,13 @@ pub(super) fn c_f64_to_i64(r: f64) -> i64 {
     }
 }
 
+/// The whole seconds the reference reads from a relative time wherever it
+/// wants an integer (`int()`, `real()`, `bool()`, offsets, `get*`): the
+/// double cut to a C `int` (so values beyond 2^31 read as `INT_MIN`).
+pub(super) fn rel_secs(r: f64) -> i64 {
+    i64::from(c_double_to_int(r))
+}
+
 /// C's `(int) i` for a 64-bit integer: keeps the low 32 bits.
 pub(super) fn c_i64_to_i32(i: i64) -> i32 {
     i as i32
@@ -269,7 +276,7 @@ pub(super) fn to_real(v: &Val) -> Result<f64, Val> {
         Val::Int(i) => Ok(*i as f64),
         Val::Real(r) => Ok(*r),
         Val::Abs(t) => Ok(t.secs as f64),
-        Val::Rel(r) => Ok(c_f64_to_i64(*r) as f64),
+        Val::Rel(r) => Ok(rel_secs(*r) as f64),
     }
 }
 
@@ -286,7 +293,7 @@ pub(super) fn to_int(v: &Val) -> Result<i64, Val> {
         Val::Int(i) => Ok(*i),
         Val::Real(r) => Ok(c_f64_to_i64(*r)),
         Val::Abs(t) => Ok(t.secs),
-        Val::Rel(r) => Ok(c_f64_to_i64(*r)),
+        Val::Rel(r) => Ok(rel_secs(*r)),
     }
 }
 
@@ -346,7 +353,7 @@ fn boolean(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
         Val::Bool(b) => Val::Bool(b),
         Val::Int(i) => Val::Bool(i != 0),
         Val::Real(r) => Val::Bool(r != 0.0),
-        Val::Rel(r) => Val::Bool(c_f64_to_i64(r) != 0),
+        Val::Rel(r) => Val::Bool(rel_secs(r) != 0),
         Val::Str(s) => {
             if s.eq_ignore_ascii_case(b"true") {
                 Val::Bool(true)
@@ -390,7 +397,7 @@ fn offset_arg(v: &Val) -> Result<i32, Val> {
     match v {
         Val::Int(i) => Ok(c_i64_to_i32(*i)),
         Val::Real(r) => Ok(c_double_to_int(*r)),
-        Val::Rel(r) => Ok(c_i64_to_i32(c_f64_to_i64(*r))),
+        Val::Rel(r) => Ok(c_double_to_int(*r)),
         _ => Err(Val::Error),
     }
 }
@@ -457,7 +464,7 @@ fn convert_time(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>, relativ
             if relative {
                 arg
             } else {
-                Val::Abs(abs_at(ev, c_f64_to_i64(r)))
+                Val::Abs(abs_at(ev, rel_secs(r)))
             }
         }
     }

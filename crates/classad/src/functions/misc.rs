@@ -171,7 +171,11 @@ impl Pretty {
     fn expr_inner(&mut self, e: &Expr) {
         match e {
             Expr::Lit(v) => self.value(v),
-            Expr::RelTimeStr(r) => write_value(&Value::RelTime(*r), &mut self.out),
+            Expr::RelTimeStr(r) => {
+                self.out.push_str("relTime(\"");
+                self.out.push_str(&crate::time::format_reltime_literal(*r));
+                self.out.push_str("\")");
+            }
             Expr::Attr(n) => write_name(n.as_str(), &mut self.out),
             Expr::AbsAttr(n) => {
                 self.out.push('.');

@@ -20,6 +20,9 @@ struct Contexts {
     expr: Expr,
     items: Arc<Vec<Expr>>,
     scope: Option<FrameId>,
+    /// The scope of ad literals written in a literal list (their enclosing
+    /// ad, whatever the lookup of the first argument did).
+    ad_scope: Option<FrameId>,
 }
 
 /// The contexts of `evalInEachContext` / `countMatches`. `Err` carries the
@@ -32,6 +35,9 @@ fn contexts(
     let [expr, list] = args else {
         return Err(Some(Val::Error));
     };
+    // The reference leaves its evaluation state in the ad where it looked
+    // the first argument up, and evaluates a list argument from there.
+    let list_scope = ev.deref_scope(expr, cur);
     // An attribute reference stands for the expression it names, if any.
     let expr = match expr {
         Expr::Attr(_) | Expr::AbsAttr(_) | Expr::Select(..) => ev
@@ -44,10 +50,16 @@ fn contexts(
         Expr::List(items) => Ok(Contexts {
             expr,
             items: items.clone(),
-            scope: cur,
+            scope: list_scope,
+            ad_scope: cur,
         }),
-        other => match eval_contained(ev, other, cur) {
-            Val::List(items, scope) => Ok(Contexts { expr, items, scope }),
+        other => match eval_contained(ev, other, list_scope) {
+            Val::List(items, scope) => Ok(Contexts {
+                expr,
+                items,
+                scope,
+                ad_scope: scope,
+            }),
             Val::Undefined => Err(None),
             _ => Err(Some(Val::Error)),
         },
@@ -80,12 +92,22 @@ fn eval_in_context(ev: &mut Evaluator, expr: &Expr, item: &Expr, scope: Option<F
 /// evaluated in each ad of the list (an attribute reference is replaced by
 /// the expression it names, if it names one). `undefined` if the list is.
 fn eval_in_each_context(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
-    let Contexts { expr, items, scope } = match contexts(ev, args, cur) {
+    let Contexts {
+        expr,
+        items,
+        scope,
+        ad_scope,
+    } = match contexts(ev, args, cur) {
         Ok(v) => v,
         Err(e) => return e.unwrap_or(Val::Undefined),
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items.iter() {
+        let scope = if matches!(item, Expr::Ad(_)) {
+            ad_scope
+        } else {
+            scope
+        };
         let v = eval_in_context(ev, &expr, item, scope);
         out.push(ev.val_to_expr(v));
     }
@@ -95,12 +117,22 @@ fn eval_in_each_context(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>)
 /// `countMatches(expr, ads)`: how many ads of the list `expr` is true in
 /// (a non-zero number counts as true); 0 if the list is `undefined`.
 fn count_matches(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
-    let Contexts { expr, items, scope } = match contexts(ev, args, cur) {
+    let Contexts {
+        expr,
+        items,
+        scope,
+        ad_scope,
+    } = match contexts(ev, args, cur) {
         Ok(v) => v,
         Err(e) => return e.unwrap_or(Val::Int(0)),
     };
     let mut n: i64 = 0;
     for item in items.iter() {
+        let scope = if matches!(item, Expr::Ad(_)) {
+            ad_scope
+        } else {
+            scope
+        };
         let hit = match eval_in_context(ev, &expr, item, scope) {
             Val::Bool(b) => b,
             Val::Int(i) => i != 0,

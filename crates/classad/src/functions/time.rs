@@ -465,7 +465,7 @@ fn get_field(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>, g: Getter)
     let v = ev.eval_in(a, cur);
     let field = match v {
         Val::Abs(t) => (g.abs)(&local_tm(ev, t.secs)),
-        Val::Rel(r) => (g.rel)(c_f64_to_i64(r)),
+        Val::Rel(r) => (g.rel)(super::math::rel_secs(r)),
         _ => None,
     };
     field.map_or(Val::Error, Val::Int)
