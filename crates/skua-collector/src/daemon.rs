@@ -250,6 +250,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     tracing::info!("collector shutting down");
+    // the loop is gone: requests still waiting for it (or queued to it)
+    // are answered `unavailable` at once, so the server's graceful stop
+    // does not wait out its grace for them
+    drop(events);
     up.shut_down().await;
     Ok(())
 }

@@ -315,6 +315,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     let _ = adv_tx.send(true);
+    // the loop is gone: requests still waiting for it (or queued to it)
+    // are answered `unavailable` at once, so the server's graceful stop
+    // does not wait out its grace for them
+    drop(events);
     let _ = adv_task.await;
     up.shut_down().await;
     tracing::info!("master exiting");

@@ -763,6 +763,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     tracing::info!("negotiator shutting down");
+    // the loop is gone: requests still waiting for it (or queued to it)
+    // are answered `unavailable` at once, so the server's graceful stop
+    // does not wait out its grace for them
+    drop(events);
     // a cycle still running is given up
     drop(running);
     // every change handed to the saver is written before the exit

@@ -287,6 +287,12 @@ async fn a_slot_is_matched_claimed_activated_and_released() {
     })
     .await
     .unwrap();
+    // once the startd has seen its starter go, the slot is free again
+    pool.wait_for("the slot unclaimed", Duration::from_secs(10), || async {
+        (slot_state(&pool).await? == "Unclaimed").then_some(())
+    })
+    .await
+    .unwrap();
     let e = startd
         .command::<_, Ack>(&routes::STARTD_RELEASE, Some(&release))
         .await
