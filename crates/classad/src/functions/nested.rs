@@ -25,6 +25,18 @@ struct Contexts {
     ad_scope: Option<FrameId>,
 }
 
+impl Contexts {
+    /// The scope `item` of the list is evaluated in: an ad literal's own
+    /// enclosing ad, any other item the list's scope.
+    fn scope_of(&self, item: &Expr) -> Option<FrameId> {
+        if matches!(item, Expr::Ad(_)) {
+            self.ad_scope
+        } else {
+            self.scope
+        }
+    }
+}
+
 /// The contexts of `evalInEachContext` / `countMatches`. `Err` carries the
 /// result for an `undefined` second argument (`None`) or `error`.
 fn contexts(
@@ -92,23 +104,14 @@ fn eval_in_context(ev: &mut Evaluator, expr: &Expr, item: &Expr, scope: Option<F
 /// evaluated in each ad of the list (an attribute reference is replaced by
 /// the expression it names, if it names one). `undefined` if the list is.
 fn eval_in_each_context(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
-    let Contexts {
-        expr,
-        items,
-        scope,
-        ad_scope,
-    } = match contexts(ev, args, cur) {
+    let contexts = match contexts(ev, args, cur) {
         Ok(v) => v,
         Err(e) => return e.unwrap_or(Val::Undefined),
     };
-    let mut out = Vec::with_capacity(items.len());
-    for item in items.iter() {
-        let scope = if matches!(item, Expr::Ad(_)) {
-            ad_scope
-        } else {
-            scope
-        };
-        let v = eval_in_context(ev, &expr, item, scope);
+    let mut out = Vec::with_capacity(contexts.items.len());
+    for item in contexts.items.iter() {
+        let scope = contexts.scope_of(item);
+        let v = eval_in_context(ev, &contexts.expr, item, scope);
         out.push(ev.val_to_expr(v));
     }
     Val::List(Arc::new(out), None)
@@ -117,23 +120,14 @@ fn eval_in_each_context(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>)
 /// `countMatches(expr, ads)`: how many ads of the list `expr` is true in
 /// (a non-zero number counts as true); 0 if the list is `undefined`.
 fn count_matches(ev: &mut Evaluator, args: &[Expr], cur: Option<FrameId>) -> Val {
-    let Contexts {
-        expr,
-        items,
-        scope,
-        ad_scope,
-    } = match contexts(ev, args, cur) {
+    let contexts = match contexts(ev, args, cur) {
         Ok(v) => v,
         Err(e) => return e.unwrap_or(Val::Int(0)),
     };
     let mut n: i64 = 0;
-    for item in items.iter() {
-        let scope = if matches!(item, Expr::Ad(_)) {
-            ad_scope
-        } else {
-            scope
-        };
-        let hit = match eval_in_context(ev, &expr, item, scope) {
+    for item in contexts.items.iter() {
+        let scope = contexts.scope_of(item);
+        let hit = match eval_in_context(ev, &contexts.expr, item, scope) {
             Val::Bool(b) => b,
             Val::Int(i) => i != 0,
             Val::Real(r) => r != 0.0,
