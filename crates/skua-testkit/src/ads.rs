@@ -17,6 +17,34 @@ fn parse(text: &str) -> Expr {
     }
 }
 
+/// The methods every ad builder has: any attribute as a value or as
+/// expression text, the ad, and its text.
+macro_rules! ad_builder_methods {
+    () => {
+        /// Any attribute, as a value.
+        pub fn attr(mut self, name: &str, value: impl Into<Value>) -> Self {
+            self.ad.insert_value(name, value);
+            self
+        }
+
+        /// Any attribute, as expression text.
+        pub fn expr(mut self, name: &str, text: &str) -> Self {
+            self.ad.insert(name, parse(text));
+            self
+        }
+
+        /// The ad.
+        pub fn build(self) -> ClassAd {
+            self.ad
+        }
+
+        /// The ad in new ClassAd syntax, as messages carry it.
+        pub fn text(&self) -> String {
+            classad::unparse_ad(&self.ad)
+        }
+    };
+}
+
 /// A job ad as the schedd queues it (see [`JobAdBuilder::new`] for the
 /// defaults).
 #[derive(Clone, Debug)]
@@ -97,27 +125,7 @@ impl JobAdBuilder {
         self.expr("Rank", text)
     }
 
-    /// Any attribute, as a value.
-    pub fn attr(mut self, name: &str, value: impl Into<Value>) -> Self {
-        self.ad.insert_value(name, value);
-        self
-    }
-
-    /// Any attribute, as expression text.
-    pub fn expr(mut self, name: &str, text: &str) -> Self {
-        self.ad.insert(name, parse(text));
-        self
-    }
-
-    /// The ad.
-    pub fn build(self) -> ClassAd {
-        self.ad
-    }
-
-    /// The ad in new ClassAd syntax, as messages carry it.
-    pub fn text(&self) -> String {
-        classad::unparse_ad(&self.ad)
-    }
+    ad_builder_methods!();
 }
 
 /// A slot ad as the startd advertises it (see [`SlotAdBuilder::new`]).
@@ -198,27 +206,7 @@ impl SlotAdBuilder {
         self.expr("Start", text)
     }
 
-    /// Any attribute, as a value.
-    pub fn attr(mut self, name: &str, value: impl Into<Value>) -> Self {
-        self.ad.insert_value(name, value);
-        self
-    }
-
-    /// Any attribute, as expression text.
-    pub fn expr(mut self, name: &str, text: &str) -> Self {
-        self.ad.insert(name, parse(text));
-        self
-    }
-
-    /// The ad.
-    pub fn build(self) -> ClassAd {
-        self.ad
-    }
-
-    /// The ad in new ClassAd syntax, as messages carry it.
-    pub fn text(&self) -> String {
-        classad::unparse_ad(&self.ad)
-    }
+    ad_builder_methods!();
 }
 
 /// A submit description, as a user writes it, and the job ads

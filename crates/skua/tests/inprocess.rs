@@ -31,6 +31,15 @@ fn int(ad: &ClassAd, attr: &str) -> Option<i64> {
     Evaluator::default().eval_attr(attr, ad, None).as_int()
 }
 
+/// The queue's ad of job `cluster.0`, if it is still queued.
+async fn queued(pool: &InProcessPool, user: &str, cluster: u32) -> Option<ClassAd> {
+    pool.queue(user)
+        .await
+        .ok()?
+        .into_iter()
+        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+}
+
 /// A pool whose startd runs the real starter.
 async fn pool(name: &str) -> InProcessPool {
     PoolBuilder::new(name)
@@ -123,13 +132,11 @@ async fn a_claim_refused_by_a_cut_leaves_the_slot_matched_until_its_match_times_
     })
     .await
     .unwrap();
-    let queue = pool.queue(&user).await.unwrap();
-    let job = queue
-        .iter()
-        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+    let job = queued(&pool, &user, cluster)
+        .await
         .expect("the job is still queued");
-    assert_eq!(int(job, "JobStatus"), Some(1), "still Idle");
-    assert_eq!(int(job, "NumJobStarts").unwrap_or(0), 0);
+    assert_eq!(int(&job, "JobStatus"), Some(1), "still Idle");
+    assert_eq!(int(&job, "NumJobStarts").unwrap_or(0), 0);
     // healed: once the unclaimed match times out at the startd, the slot is
     // matched again, claimed, and the job runs to completion
     eprintln!("matched and refused after {:?}", t.elapsed());
@@ -427,12 +434,10 @@ async fn a_negotiator_cut_from_the_collector_matches_nothing_until_healed() {
     })
     .await
     .unwrap();
-    let queue = pool.queue(&user).await.unwrap();
-    let job = queue
-        .iter()
-        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+    let job = queued(&pool, &user, cluster)
+        .await
         .expect("the job is still queued");
-    assert_eq!(int(job, "JobStatus"), Some(1), "still Idle");
+    assert_eq!(int(&job, "JobStatus"), Some(1), "still Idle");
     assert_eq!(slot_state(&pool).await.as_deref(), Some("Unclaimed"));
     pool.faults.heal();
     let ad = finished(&pool, &user, cluster).await;
@@ -501,11 +506,8 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
         "the first run executing",
         Duration::from_secs(30),
         || async {
-            let queue = pool.queue(&user).await.ok()?;
-            let job = queue
-                .iter()
-                .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))?;
-            (int(job, "NumJobStarts") == Some(1)).then_some(())
+            let job = queued(&pool, &user, cluster).await?;
+            (int(&job, "NumJobStarts") == Some(1)).then_some(())
         },
     )
     .await
@@ -528,12 +530,10 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
     .await
     .unwrap();
     assert!(running_with(&tag), "killed before its lease ran out");
-    let queue = pool.queue(&user).await.unwrap();
-    let job = queue
-        .iter()
-        .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+    let job = queued(&pool, &user, cluster)
+        .await
         .expect("the job is queued");
-    assert_eq!(int(job, "JobStatus"), Some(2), "still Running");
+    assert_eq!(int(&job, "JobStatus"), Some(2), "still Running");
     // past the lease: the startd kills the job and frees the slot, the
     // schedd gives the run up and the job is Idle again
     pool.advance(Duration::from_secs(400));
@@ -543,11 +543,8 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
     .await
     .unwrap();
     pool.wait_for("the job idle again", Duration::from_secs(20), || async {
-        let queue = pool.queue(&user).await.ok()?;
-        let job = queue
-            .iter()
-            .find(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))?;
-        (int(job, "JobStatus") == Some(1)).then_some(())
+        let job = queued(&pool, &user, cluster).await?;
+        (int(&job, "JobStatus") == Some(1)).then_some(())
     })
     .await
     .unwrap();
