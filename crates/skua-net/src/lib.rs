@@ -25,6 +25,7 @@ mod error;
 mod fault;
 mod handler;
 mod identity;
+mod join_token;
 mod limits;
 mod policy;
 mod server;
@@ -39,9 +40,14 @@ pub use handler::{JsonStream, Reply, RequestOf, Typed, TypedHandler};
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };
+pub use join_token::{
+    issue_join_token_at, sign_join_claims, verify_join_token_at, DEFAULT_JOIN_LIFETIME,
+};
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
-pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use server::{
+    ApiError, Caller, Json, Listener, PeerAddress, Routes, Server, ServerConfig, ServerHandle,
+};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,

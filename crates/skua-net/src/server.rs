@@ -217,6 +217,28 @@ impl<S: Send + Sync> FromRequestParts<S> for Identity {
     }
 }
 
+/// The caller's address as the server saw it (`ip:port`, or `unix` on
+/// the Unix socket), for handlers that log who asked. An extractor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerAddress(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<PeerAddress>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Internal,
+                    "handler is not behind skua-net authorization",
+                )
+            })
+    }
+}
+
 /// An error a handler returns: becomes an [`ErrorBody`] response with the
 /// code's HTTP status.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -419,7 +441,13 @@ where
             "{} is a {} route; typed handlers answer POST",
             route.path, route.method
         );
-        self.add(route.path, route.level, route.body, handler.router)
+        self.add_with_access(
+            route.path,
+            route.level,
+            route.open,
+            route.body,
+            handler.router,
+        )
     }
 
     /// Supplies the state the handlers extract with `axum::extract::State`.
@@ -436,6 +464,20 @@ where
         body: RequestBody,
         handler: MethodRouter<S>,
     ) -> Self {
+        self.add_with_access(path, required, false, body, handler)
+    }
+
+    /// [`Routes::add`]; `open`: every caller passes authorization (the
+    /// handler authorizes by what the request carries, see
+    /// [`skua_proto::RouteSpec::open`]).
+    fn add_with_access(
+        self,
+        path: &str,
+        required: Option<AuthLevel>,
+        open: bool,
+        body: RequestBody,
+        handler: MethodRouter<S>,
+    ) -> Self {
         let limit = body.limit().map(|max| BodyLimit {
             route: Arc::from(path),
             max,
@@ -447,7 +489,7 @@ where
             None => handler.layer(DefaultBodyLimit::disable()),
         };
         let handler = handler.route_layer(axum::middleware::from_fn(
-            move |req: Request, next: Next| authorize(required, limit.clone(), req, next),
+            move |req: Request, next: Next| authorize(required, open, limit.clone(), req, next),
         ));
         Routes {
             router: self.router.route(path, handler),
@@ -457,6 +499,7 @@ where
 
 async fn authorize(
     required: Option<AuthLevel>,
+    open: bool,
     limit: Option<BodyLimit>,
     mut req: Request,
     next: Next,
@@ -465,7 +508,12 @@ async fn authorize(
         return ApiError::internal("request reached routing without authentication")
             .into_response();
     };
-    if let Err(e) = auth.authorize(required) {
+    req.extensions_mut()
+        .insert(PeerAddress(auth.peer.to_string()));
+    if let Err(e) = auth
+        .authorize(required)
+        .or_else(|e| if open { Ok(()) } else { Err(e) })
+    {
         tracing::warn!(
             identity = %auth.identity,
             method = %auth.identity.method,
