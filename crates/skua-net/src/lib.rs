@@ -47,7 +47,9 @@ pub use identity::{
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use revocation::Revocations;
-pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use server::{
+    ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle, CERTIFICATE_USER,
+};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
