@@ -53,6 +53,7 @@ pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use revocation::Revocations;
 pub use server::{
     ApiError, Caller, Json, Listener, PeerAddress, Routes, Server, ServerConfig, ServerHandle,
+    CERTIFICATE_USER,
 };
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
