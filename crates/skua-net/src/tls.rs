@@ -35,6 +35,9 @@ fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
+/// A server's TLS configuration, as [`crate::Listener::tls`] takes it.
+pub type ServerTls = Arc<rustls::ServerConfig>;
+
 /// A server TLS configuration from a PEM certificate chain and a PEM
 /// private key (PKCS#8, PKCS#1 or SEC1).
 pub fn server_config(
