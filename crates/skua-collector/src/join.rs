@@ -52,9 +52,7 @@ pub(crate) enum RegistryEvent {
         reply: oneshot::Sender<Result<Vec<CredentialRecord>, RegistryError>>,
     },
     /// The revoked ids.
-    Revoked {
-        reply: oneshot::Sender<Vec<String>>,
-    },
+    Revoked { reply: oneshot::Sender<Vec<String>> },
 }
 
 /// The registry as the collector's loop holds it: the records, the file
@@ -435,12 +433,16 @@ mod tests {
             check_request(&request()).unwrap(),
             vec!["10.0.0.2".parse::<IpAddr>().unwrap()]
         );
-        let cases: Vec<(fn(&mut JoinRequest), &str)> = vec![
+        type Spoil = fn(&mut JoinRequest);
+        let cases: Vec<(Spoil, &str)> = vec![
             (|r| r.host = String::new(), "not a host name"),
             (|r| r.host = "a b".into(), "not a host name"),
             (|r| r.host = "-x".into(), "not a host name"),
             (|r| r.addresses.clear(), "addresses"),
-            (|r| r.addresses = vec!["nowhere".into()], "not an IP address"),
+            (
+                |r| r.addresses = vec!["nowhere".into()],
+                "not an IP address",
+            ),
             (|r| r.roles.clear(), "at least one role"),
             (
                 |r| r.roles = vec![PoolRole::CentralManager],

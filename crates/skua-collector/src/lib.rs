@@ -7,6 +7,7 @@
 //! [`registry`] keeps the host credentials issued through the join route.
 
 pub mod daemon;
+pub mod join;
 pub mod registry;
 pub mod store;
 

@@ -72,6 +72,9 @@ pub use skua_proto::{AuthLevel, AuthMethod, ErrorBody, ErrorCode};
 /// What a handler needs to take a raw body and headers and to answer with
 /// one: the request body, the headers, a response.
 pub use axum::body::Body;
+/// `FromRef`, so a handler may take a part of its router's state
+/// (`State<Part>` where `Part: FromRef<Whole>`).
+pub use axum::extract::FromRef;
 /// `State`, so daemons need no direct axum dependency for ordinary
 /// handlers.
 pub use axum::extract::State;
