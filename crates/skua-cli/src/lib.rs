@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod ad_output;
 mod classad_cmd;
 mod config_cmd;
+mod join_cmd;
 mod pool_cmd;
 mod q_fmt;
 mod queue_cmd;
