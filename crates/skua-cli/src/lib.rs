@@ -82,7 +82,7 @@ enum SkuaCommand {
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
     "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate",
-    "drain", "userprio",
+    "drain", "userprio", "token",
 ];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,
