@@ -217,10 +217,8 @@ fn a_host_joins_once_advertises_and_is_shut_out_when_revoked() {
         machine_names(&cm.pool).contains("slot1@")
     });
     wait_for("the joined host's schedd", Duration::from_secs(30), || {
-        String::from_utf8_lossy(&cm.pool.skua(&["status", "-schedd", "-af", "Name"]).stdout)
-            .trim()
-            .len()
-            > 0
+        let out = cm.pool.skua(&["status", "-schedd", "-af", "Name"]);
+        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
     });
 
     // the registry shows the host
