@@ -150,11 +150,29 @@ pub(crate) fn pool_start_network(a: &PoolStartArgs) -> Result<ExitCode> {
     };
 
     let config_file = layout.config_file();
+    let mut port = port;
     let address = if config_file.exists() {
-        println!("kept {}", config_file.display());
         let config = config_for(&dir)?;
-        let iface = config.get("NETWORK_INTERFACE").ok().flatten();
-        own_address(iface.as_deref().or(a.address.as_deref()), None)?
+        let knob = |name: &str| config.get(name).ok().flatten();
+        if knob("TRUST_DOMAIN_CAKEY").is_none() {
+            bail!(
+                "{} is not a central manager's configuration (it names no TRUST_DOMAIN_CAKEY); \
+                 give another --dir",
+                config_file.display()
+            );
+        }
+        println!("kept {}", config_file.display());
+        if let Some(p) = knob("COLLECTOR_HOST")
+            .and_then(|h| h.rsplit_once(':').and_then(|(_, p)| p.trim().parse().ok()))
+        {
+            port = p;
+        }
+        own_address(
+            knob("NETWORK_INTERFACE")
+                .as_deref()
+                .or(a.address.as_deref()),
+            None,
+        )?
     } else {
         let address = own_address(a.address.as_deref(), None)?;
         let net = NetworkOptions {

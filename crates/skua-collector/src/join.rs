@@ -75,6 +75,15 @@ impl RegistryShell {
         let path = ctx
             .knob("SPOOL")?
             .map(|spool| PathBuf::from(spool).join(REGISTRY_FILE_NAME));
+        Ok(RegistryShell::open(path, revocations)?)
+    }
+
+    /// The registry kept in `path` (none: nothing can be recorded), its
+    /// revoked ids put into `revocations`.
+    fn open(
+        path: Option<PathBuf>,
+        revocations: Revocations,
+    ) -> Result<RegistryShell, RegistryError> {
         let registry = match &path {
             Some(p) => Registry::load(p)?,
             None => Registry::default(),
@@ -416,6 +425,88 @@ pub(crate) async fn revocations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shell(dir: &std::path::Path, revocations: &Revocations) -> RegistryShell {
+        RegistryShell::open(Some(dir.join(REGISTRY_FILE_NAME)), revocations.clone()).unwrap()
+    }
+
+    fn record(id: &str, host: &str) -> CredentialRecord {
+        CredentialRecord {
+            id: id.into(),
+            host: host.into(),
+            addresses: vec![],
+            roles: vec![PoolRole::Execute],
+            issued: 1,
+            token_jti: format!("jti-{id}"),
+            revoked: None,
+        }
+    }
+
+    fn redeem(
+        s: &mut RegistryShell,
+        jti: &str,
+        rec: CredentialRecord,
+    ) -> Result<(), RegistryError> {
+        let (reply, rx) = oneshot::channel();
+        s.handle(
+            RegistryEvent::Redeem {
+                jti: jti.into(),
+                exp: 100,
+                record: rec,
+                reply,
+            },
+            10,
+        );
+        rx.blocking_recv().unwrap()
+    }
+
+    #[test]
+    fn a_revocation_reaches_the_servers_set_at_once_and_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let revocations = Revocations::new();
+        let mut s = shell(dir.path(), &revocations);
+        redeem(&mut s, "j1", record("0a", "exec1")).unwrap();
+        assert!(matches!(
+            redeem(&mut s, "j1", record("0b", "exec2")),
+            Err(RegistryError::TokenUsed { .. })
+        ));
+        let (reply, rx) = oneshot::channel();
+        s.handle(
+            RegistryEvent::Revoke {
+                target: "exec1".into(),
+                reply,
+            },
+            20,
+        );
+        assert_eq!(rx.blocking_recv().unwrap().unwrap().len(), 1);
+        assert!(revocations.contains("0a"));
+        // a restarted collector: the used token and the revocation are
+        // remembered
+        let after = Revocations::new();
+        let mut s = shell(dir.path(), &after);
+        assert!(after.contains("0a"));
+        assert!(matches!(
+            redeem(&mut s, "j1", record("0c", "exec3")),
+            Err(RegistryError::TokenUsed { .. })
+        ));
+    }
+
+    #[test]
+    fn a_change_that_cannot_be_written_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let revocations = Revocations::new();
+        let mut s = shell(dir.path(), &revocations);
+        s.path = Some(std::path::PathBuf::from(
+            "/proc/no-such-dir/credentials.json",
+        ));
+        assert!(matches!(
+            redeem(&mut s, "j1", record("0a", "exec1")),
+            Err(RegistryError::File { .. })
+        ));
+        // not recorded: the token is still unused and nothing is listed
+        assert!(!s.registry.token_used("j1"));
+        assert!(s.registry.credentials.is_empty());
+    }
 
     fn request() -> JoinRequest {
         JoinRequest {
