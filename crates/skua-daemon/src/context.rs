@@ -212,9 +212,10 @@ fn with_identity(client: Client, identity: Option<&ClientIdentity>) -> Result<Cl
 
 /// The host certificate a daemon presents to the daemons it calls over
 /// TLS (`AUTH_SSL_CLIENT_CERTFILE` and `AUTH_SSL_CLIENT_KEYFILE`, both or
-/// neither), or `None` when not configured. With `lenient`, a key the
-/// caller may not read (a user's command on a pool host: users hold no
-/// pool secrets) counts as none; a daemon gets the error.
+/// neither), or `None` when not configured. With `lenient` (a user's
+/// command on a pool host: users hold no pool secrets, and most commands
+/// go over the Unix socket), a certificate that does not load (a key the
+/// caller may not read) counts as none; a daemon gets the error.
 pub fn client_identity(
     config: &Config,
     lenient: bool,
@@ -229,17 +230,14 @@ pub fn client_identity(
                 .into(),
         )),
     };
-    if lenient {
-        if let Err(e) = std::fs::File::open(&key) {
-            if e.kind() == std::io::ErrorKind::PermissionDenied {
-                tracing::debug!(key, "the host key is not readable here; calling without it");
-                return Ok(None);
-            }
+    match ClientIdentity::from_files(Path::new(&cert), Path::new(&key)) {
+        Ok(id) => Ok(Some(id)),
+        Err(e) if lenient => {
+            tracing::debug!(error = %e, "the host certificate does not load here; calling without it");
+            Ok(None)
         }
+        Err(e) => Err(DaemonError::Security(format!("the host certificate: {e}"))),
     }
-    ClientIdentity::from_files(Path::new(&cert), Path::new(&key))
-        .map(Some)
-        .map_err(|e| DaemonError::Security(format!("the host certificate: {e}")))
 }
 
 /// A test's fault filter with the name of the daemon whose clients carry it.

@@ -182,6 +182,18 @@ fn half_configured_certificates_are_configuration_errors() {
         .unwrap();
     let e = ctx.server_tls().err().unwrap();
     assert!(e.to_string().contains("AUTH_SSL_SERVER_KEYFILE"), "{e}");
+    // a daemon must load its host certificate; a user's command goes
+    // without one it cannot read
+    let text = format!(
+        "{}AUTH_SSL_CLIENT_CERTFILE = {d}/missing.crt\nAUTH_SSL_CLIENT_KEYFILE = {d}/missing.key\n",
+        base(d, "h3"),
+        d = d.display()
+    );
+    let e = DaemonContext::for_test("startd", config(&text, "STARTD"), "tester", clock.clock())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("host certificate"), "{e}");
+    skua_daemon::context::Locator::new(&config(&text, "TOOL"), "SCHEDD").unwrap();
     // garbage in a certificate file is named
     std::fs::write(d.join("bad.crt"), "not a certificate").unwrap();
     let text = format!(

@@ -8,6 +8,7 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 use common::pool::*;
 use skua_net::pki::{self, PoolCa};
@@ -142,5 +143,37 @@ async fn a_joining_host_fetches_the_ca_from_a_server_by_its_hash() {
     // the server is not disturbed by the probes
     let me: Who = p.client(None).get("/who").await.unwrap();
     assert_eq!(me.method, AuthMethod::Anonymous);
+    p.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_host_certificate_is_refused_at_the_handshake() {
+    let p = pool(policy()).await;
+    // signed by the pool's CA, but its validity ended an hour ago
+    let ca_key = rcgen::KeyPair::from_pem(p.ca.key_pem()).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(p.ca.cert_pem(), ca_key).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["exec1.example".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "exec1.example");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let now = std::time::SystemTime::now();
+    params.not_before = (now - Duration::from_secs(7200)).into();
+    params.not_after = (now - Duration::from_secs(3600)).into();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let c = p
+        .client(None)
+        .with_identity(ClientIdentity {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+        .unwrap();
+    let e = c.get::<Who>("/who").await.unwrap_err();
+    assert!(matches!(e, NetError::Tls { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("the server refused our certificate"),
+        "{e}"
+    );
     p.server.shutdown().await;
 }
