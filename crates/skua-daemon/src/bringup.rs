@@ -227,8 +227,31 @@ mod tests {
             collector.refresher.is_none(),
             "the collector fills its own set"
         );
-        // a daemon finds it through its address file
-        let ctx = context(dir.path());
+        // a daemon that trusts no CA verifies no certificate: nothing to
+        // revoke, no refresher
+        let plain = bring_up(&context(dir.path()), 0, Routes::new())
+            .await
+            .expect("bring up");
+        assert!(plain.refresher.is_none());
+        plain.shut_down().await;
+        // one that trusts the pool CA finds the collector through its
+        // address file
+        let ca = skua_net::pki::PoolCa::generate("test pool").expect("CA");
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.cert_pem()).expect("write the CA");
+        let mut ctx = context(dir.path());
+        ctx.config = skua_config::Config::load(
+            &skua_config::MemoryFiles::new().with(
+                "/skua_config",
+                &format!(
+                    "LOG = {0}/log\nLOCK = {0}/lock\nAUTH_SSL_CLIENT_CAFILE = {1}\n",
+                    dir.path().display(),
+                    ca_file.display()
+                ),
+            ),
+            &skua_config::LoadOptions::new().main_file("/skua_config"),
+        )
+        .expect("configuration");
         assert!(ctx.revocations.ids().is_empty());
         let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
         let mut waited = 0;

@@ -14,10 +14,19 @@ use tokio::task::JoinHandle;
 use crate::context::{DaemonContext, Locator};
 
 /// Starts the refresher of `ctx`'s revocation set; `None` for the
-/// collector (its own registry fills its set) or when the configuration
-/// does not say where the collector is.
+/// collector (its own registry fills its set), for a daemon that trusts no
+/// pool CA (`AUTH_SSL_SERVER_CAFILE` or `AUTH_SSL_CLIENT_CAFILE`: without
+/// one it verifies no host certificate, so there is nothing to revoke, as
+/// in a personal pool), or when the configuration does not say where the
+/// collector is.
 pub(crate) fn spawn_refresher(ctx: &DaemonContext) -> Option<JoinHandle<()>> {
     if ctx.subsystem.eq_ignore_ascii_case("COLLECTOR") {
+        return None;
+    }
+    let trusts_a_ca = ["AUTH_SSL_SERVER_CAFILE", "AUTH_SSL_CLIENT_CAFILE"]
+        .iter()
+        .any(|k| ctx.knob(k).ok().flatten().is_some());
+    if !trusts_a_ca {
         return None;
     }
     let locator = ctx.locator("COLLECTOR").ok()?;
