@@ -799,6 +799,29 @@ mod tests {
         assert_eq!(parse_hash(&format!(" {upper} ")).unwrap(), ca.hash());
     }
 
+    proptest::proptest! {
+        /// Hostile certificate bytes (random, or a real certificate with
+        /// one byte changed) are an error or a certificate, never a panic.
+        #[test]
+        fn hostile_certificates_never_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            at in 0usize..2000,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let _ = credential_id(&to_pem(&bytes));
+            let _ = ca_hash(&to_pem(&bytes));
+            let mut real = first_certificate(REAL_CA.cert_pem(), "test").unwrap().to_vec();
+            let i = at % real.len();
+            real[i] = byte;
+            let pem = to_pem(&real);
+            let _ = credential_id(&pem);
+            let _ = PoolCa::from_pem(&pem, REAL_CA.key_pem());
+        }
+    }
+
+    static REAL_CA: std::sync::LazyLock<PoolCa> =
+        std::sync::LazyLock::new(|| PoolCa::generate("pool").unwrap());
+
     #[test]
     fn pem_encoding_round_trips() {
         for len in [1usize, 2, 3, 4, 47, 48, 49, 300] {
