@@ -58,6 +58,10 @@ const CASES: &[(&str, &str, &str)] = &[
     ("executable = /bin/sleep\nqueue\n", "ClusterId", "42"),
     ("executable = /bin/sleep\nqueue\n", "NumJobStarts", "0"),
     ("executable = /bin/sleep\nqueue\n", "JobUniverse", "5"),
+    // the job lease: condor_submit's default, the user's value, 0 = none
+    ("executable = /bin/sleep\nqueue\n", "JobLeaseDuration", "2400"),
+    ("executable = /bin/sleep\njob_lease_duration = 5\nqueue\n", "JobLeaseDuration", "5"),
+    ("executable = /bin/sleep\njob_lease_duration = 0\nqueue\n", "JobLeaseDuration", "<absent>"),
     ("executable = /bin/sleep\nqueue\n", "In", "\"/dev/null\""),
     ("executable = /bin/sleep\nqueue\n", "FileSystemDomain", "\"fs.example\""),
     // arguments
