@@ -116,7 +116,7 @@ impl Shell {
                 // slot, evaluated at once (every slot is at each
                 // POLLING_INTERVAL).
                 let (mutating, focus) = match &request {
-                    Request::Alive(_) => (false, None),
+                    Request::Alive(_) | Request::Reconnect(_) => (false, None),
                     Request::Activate(a) => (
                         true,
                         self.machine
@@ -402,6 +402,52 @@ impl Shell {
                     job_id,
                 }))
             }
+            Request::Reconnect(r) => {
+                let (slot, status, job_id) =
+                    self.machine.claim_status(&r.claim_id).map_err(|_| {
+                        tracing::info!("reconnect from {caller}: no such claim");
+                        ApiError::not_found("Claim not found at execution machine")
+                    })?;
+                // the job runs, or its starter (idle now) may still hold
+                // its results for the shadow
+                let held = self.starters.get(&slot).is_some_and(|st| {
+                    skua_slot::claim_ids_equal(&st.claim_id, &r.claim_id) && st.job_id == r.job_id
+                });
+                if job_id.as_deref() != Some(r.job_id.as_str()) && !held {
+                    tracing::info!(
+                        "reconnect from {caller}: job {} is not active under the claim",
+                        r.job_id
+                    );
+                    return Err(ApiError::not_found("Job not found at execution machine"));
+                }
+                self.machine.reconnect(&r.claim_id, &r.shadow_addr, now);
+                if let Some(st) = self.starters.get_mut(&slot) {
+                    let msg = skua_proto::StarterMessage::Shadow {
+                        shadow: skua_proto::ShadowMoved {
+                            claim_id: r.claim_id.clone(),
+                            job_id: r.job_id.clone(),
+                            shadow_addr: r.shadow_addr.clone(),
+                        },
+                    };
+                    if !st.send_message(&msg) {
+                        tracing::warn!(
+                            "{slot}: cannot pass the shadow's address to starter {}",
+                            st.pid
+                        );
+                    }
+                }
+                tracing::info!(
+                    "{slot}: job {} reconnected by {} ({caller})",
+                    r.job_id,
+                    r.shadow_addr
+                );
+                Ok(Reply::Status(ClaimStatus {
+                    slot,
+                    state: status.state.as_str().to_string(),
+                    activity: status.activity.as_str().to_string(),
+                    job_id,
+                }))
+            }
             Request::Release(r) => {
                 let actions = self
                     .machine
@@ -419,6 +465,8 @@ impl Shell {
         // wait for the next starter given the same pid
         let _ = std::fs::remove_file(self.setup.hold_file(pid));
         let abnormal = !status.is_some_and(|s| s.success());
+        let lost_shadow =
+            status.and_then(|s| s.code()) == Some(skua_proto::STARTER_EXIT_LOST_SHADOW);
         // Only the exit of the starter running the slot's job ends that
         // job; an idle starter, or one already replaced, leaves no job.
         let running = self
@@ -460,7 +508,24 @@ impl Shell {
                 );
             }
         }
-        let actions = self.machine.starter_exited(slot, now);
+        let mut actions = self.machine.starter_exited(slot, now);
+        if lost_shadow {
+            // the job's shadow stayed unreachable for its lease: the claim
+            // is over too, and the slot free
+            let claim = self
+                .machine
+                .slot(slot)
+                .and_then(|s| s.claim.as_ref())
+                .map(|c| c.id.clone());
+            if let Some(claim) = claim {
+                tracing::warn!(
+                    "{slot}: the starter lost its shadow for the job's lease: the claim is dropped"
+                );
+                if let Ok(more) = self.machine.release(&claim, now) {
+                    actions.extend(more);
+                }
+            }
+        }
         self.act(actions, now);
     }
 
