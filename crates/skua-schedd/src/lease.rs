@@ -12,13 +12,28 @@
 //!   claim. So a schedd that cannot reach the startd concludes the run is
 //!   over (and the job may run elsewhere) only once that lease has run out
 //!   since the last keep-alive the startd answered.
+//! - A silent startd is a disconnection for a job with a
+//!   `JobLeaseDuration` (`claim.rs`'s `watch_run`): events 022, then 023
+//!   when it answers again or 024 when the lease runs out (the job goes
+//!   back to Idle), tries paced by HTCondor's back-off
+//!   ([`crate::claim::reconnect_delay`], `RECONNECT_BACKOFF_CEILING`).
 //! - A schedd that restarts finds jobs marked Running with the claim of
-//!   their run (`ClaimId`, `StartdIpAddr`). It does not reconnect to them
-//!   (yet): it releases each claim at its startd, which kills the old run,
-//!   and waits until the startd no longer knows the claim (or, if the
-//!   startd does not answer, until the claim's lease has surely run out
-//!   there) before the job goes back to Idle. A job therefore never runs
-//!   twice at once.
+//!   their run (`ClaimId`, `StartdIpAddr`, `RemoteHost`). For a job with a
+//!   `JobLeaseDuration` it reconnects ([`split_interrupted`],
+//!   [`start_reconnects`]): the run is registered under its claim before
+//!   the schedd serves (the starter's calls find it), `/startd/reconnect`
+//!   tells the startd the shadow's address (the startd passes it to the
+//!   starter) and answers whether the claim still runs that job; then the
+//!   run is watched as a claim task would. It fails (024, Idle) when the
+//!   startd does not know the claim or the job, or does not answer before
+//!   the lease (from `LastJobLeaseRenewal`, plus an alive interval) has
+//!   run out.
+//! - A job without a lease (or removed while it ran) keeps the older rule
+//!   ([`release_interrupted`]): the schedd releases the claim at its
+//!   startd, which kills the old run, and waits until the startd no longer
+//!   knows the claim (or, if the startd does not answer, until the claim's
+//!   lease has surely run out there) before the job goes back to Idle. A
+//!   job therefore never runs twice at once.
 
 use std::time::Duration;
 
