@@ -562,6 +562,7 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
             inputs: None,
             failure: None,
             executing: false,
+            gate: None,
             done: Some(done_tx),
             vacate: vacate.clone(),
         },
@@ -951,6 +952,9 @@ mod tests {
         Exits,
         /// The job runs; the startd stops answering keep-alives.
         GoesSilent,
+        /// The job runs; the startd answers keep-alives unless the test
+        /// made it silent ([`FakeStartd::silent`]).
+        Runs,
     }
 
     struct FakeStartd {
@@ -962,6 +966,7 @@ mod tests {
         alives: AtomicUsize,
         activated: Mutex<Vec<String>>,
         released: Mutex<Vec<String>>,
+        silent: std::sync::atomic::AtomicBool,
     }
 
     impl FakeStartd {
@@ -980,6 +985,7 @@ mod tests {
                 alives: AtomicUsize::new(0),
                 activated: Mutex::new(Vec::new()),
                 released: Mutex::new(Vec::new()),
+                silent: std::sync::atomic::AtomicBool::new(false),
             })
         }
 
@@ -1025,7 +1031,15 @@ mod tests {
 
         async fn alive(&self, _claim_id: &str) -> Result<ClaimStatus, StartdError> {
             self.alives.fetch_add(1, Ordering::SeqCst);
-            Err(StartdError::Failed("connection refused".into()))
+            if self.run == RunBehaviour::GoesSilent || self.silent.load(Ordering::SeqCst) {
+                return Err(StartdError::Failed("connection refused".into()));
+            }
+            Ok(ClaimStatus {
+                slot: "slot1@execute".into(),
+                state: "Claimed".into(),
+                activity: "Busy".into(),
+                job_id: self.activated.lock().unwrap().last().cloned(),
+            })
         }
 
         async fn deactivate(&self, _claim_id: &str) -> Result<(), StartdError> {
@@ -1185,6 +1199,51 @@ mod tests {
         task.await.unwrap();
         assert_eq!(startd.activated(), ["5.0"]);
         assert_eq!(queue.state(|s| s.completed.clone()), [job("5.0")]);
+    }
+
+    #[tokio::test]
+    async fn a_startd_silent_for_less_than_the_lease_is_a_disconnection_then_a_reconnection() {
+        let clock = ManualClock::frozen(1_000_000);
+        let shadows = shadows(&clock);
+        // JobLeaseDuration 60: a keep-alive every 20 s
+        let queue = FakeQueue::with_idle(&["9.0"], Some(60));
+        let startd = FakeStartd::new(&shadows, &queue, ClaimAnswer::Grant, RunBehaviour::Runs);
+        let task = spawn_claim(&shadows, &queue, &startd);
+        settle().await;
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 1);
+        // silent: disconnected (022) at the first failed keep-alive
+        startd.silent.store(true, Ordering::SeqCst);
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 2);
+        assert_eq!(queue.state(|s| s.events.clone()), [(job("9.0"), 22)]);
+        // tried again 8 s later (at the next tick), still silent
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 3);
+        // the next try is due 16 s after that, so at the next tick: the
+        // startd answers, reconnected (023)
+        startd.silent.store(false, Ordering::SeqCst);
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 4);
+        assert_eq!(
+            queue.state(|s| s.events.clone()),
+            [(job("9.0"), 22), (job("9.0"), 23)]
+        );
+        assert!(!task.is_finished());
+        assert!(queue.state(|s| s.ended.is_empty()), "the run goes on");
+        // the job ends by itself: completed once, the claim released
+        queue.complete(job("9.0"));
+        assert!(shadows.finish(CLAIM, RunResult::Reported { reusable: true }));
+        settle().await;
+        assert!(task.is_finished());
+        task.await.unwrap();
+        assert_eq!(queue.state(|s| s.completed.clone()), [job("9.0")]);
+        assert!(queue.state(|s| s.ended.is_empty()));
+        assert_eq!(startd.released(), [CLAIM]);
     }
 
     #[tokio::test]

@@ -116,6 +116,7 @@ pub(crate) struct Reconnect {
     ad: ClassAd,
     done: oneshot::Receiver<RunResult>,
     vacate: Arc<Notify>,
+    gate: tokio::sync::watch::Sender<bool>,
 }
 
 /// Splits the runs interrupted by the restart (whose claim is recorded):
@@ -141,6 +142,7 @@ pub(crate) fn split_interrupted(
         };
         let (tx, rx) = oneshot::channel();
         let vacate = Arc::new(Notify::new());
+        let (gate, gate_rx) = tokio::sync::watch::channel(false);
         shadows.runs().insert(
             claim_id.clone(),
             Run {
@@ -151,6 +153,7 @@ pub(crate) fn split_interrupted(
                 inputs: None,
                 failure: None,
                 executing: true,
+                gate: Some(gate_rx),
                 done: Some(tx),
                 vacate: vacate.clone(),
             },
@@ -163,6 +166,7 @@ pub(crate) fn split_interrupted(
             ad,
             done: rx,
             vacate,
+            gate,
         });
     }
     (reconnects, releases)
@@ -196,7 +200,10 @@ async fn reconnect(st: &Shared, r: Reconnect) {
         ad,
         done,
         vacate,
+        gate,
     } = r;
+    // whatever happens below, the run's exit may go on once it is decided
+    let open_gate = OpenOnDrop(gate);
     let shadows = &st.shadows;
     let lease = Duration::from_secs(job_lease(&ad).unwrap_or(0));
     let interval = shadows.alive.interval_for(&ad);
@@ -264,6 +271,7 @@ async fn reconnect(st: &Shared, r: Reconnect) {
             Ok(_) => {
                 tracing::info!("job {job}: reconnected to {slot}");
                 st.reconnected(job, &slot, &startd_addr).await;
+                open_gate.open();
                 break;
             }
             Err(e) if e.code() == ErrorCode::NotFound => {
@@ -333,6 +341,21 @@ async fn reconnect(st: &Shared, r: Reconnect) {
     startd.release(&claim_id).await;
     st.changed.notify_one();
     st.reschedule.notify_one();
+}
+
+/// Opens a run's gate when dropped.
+struct OpenOnDrop(tokio::sync::watch::Sender<bool>);
+
+impl OpenOnDrop {
+    fn open(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.open();
+    }
 }
 
 /// For every run interrupted by the restart whose claim is to be released

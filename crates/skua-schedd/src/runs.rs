@@ -46,6 +46,10 @@ pub(crate) struct Run {
     pub failure: Option<ShadowFailure>,
     pub executing: bool,
     pub done: Option<oneshot::Sender<RunResult>>,
+    /// A run a restarted schedd is reconnecting to: true once the
+    /// reconnection is recorded (or given up), so that the job's exit,
+    /// if its starter sends it at once, is logged after event 023.
+    pub gate: Option<tokio::sync::watch::Receiver<bool>>,
     /// Asks the claim task to stop the job (rm, hold).
     pub vacate: Arc<Notify>,
 }

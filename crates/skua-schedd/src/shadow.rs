@@ -408,6 +408,17 @@ pub(crate) async fn exit(
     State(st): State<Shared>,
     Json(x): Json<JobExit>,
 ) -> Result<Json<Ack>, ApiError> {
+    // a run being reconnected: its reconnection is logged first (waited
+    // for a few seconds at most)
+    let gate = st
+        .shadows
+        .runs()
+        .get(&x.claim_id)
+        .and_then(|r| r.gate.clone());
+    if let Some(mut g) = gate {
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_secs(5), g.wait_for(|open| *open)).await;
+    }
     let repeat = {
         let runs = st.shadows.runs();
         let run = runs

@@ -302,6 +302,7 @@ async fn run_job(
         last_contact: ctx.clock.now(),
         lost_since: None,
         lost_shadow: false,
+        stop_asked: false,
         shadow_addr: spec.shadow_addr.clone(),
         job,
         slot,
@@ -494,6 +495,9 @@ struct Starter<'a> {
     lost_since: Option<std::time::SystemTime>,
     /// The lease ran out without the shadow: the job was given up.
     lost_shadow: bool,
+    /// The startd asked the starter to stop while it waited for the
+    /// shadow: it waits no more.
+    stop_asked: bool,
     /// Where the shadow is (changed by a reconnect).
     shadow_addr: String,
     job: ClassAd,
@@ -633,6 +637,9 @@ impl Starter<'_> {
     /// address. False when the run is given up (the lease ran out, or the
     /// startd wants the starter gone).
     async fn await_shadow(&mut self) -> bool {
+        if self.stop_asked {
+            return false;
+        }
         if self.lease_left().is_zero() {
             self.give_up();
             return false;
@@ -644,10 +651,12 @@ impl Starter<'_> {
                 Request::Reconnect => self.take_new_address(),
                 Request::Kill { startd_gone } => {
                     self.startd_gone |= startd_gone;
+                    self.stop_asked = true;
                     tracing::info!("asked to stop while waiting for the shadow");
                     return false;
                 }
                 Request::Vacate => {
+                    self.stop_asked = true;
                     tracing::info!("asked to stop while waiting for the shadow");
                     return false;
                 }

@@ -356,6 +356,11 @@ fn a_schedd_killed_while_its_job_runs_reconnects_and_the_job_completes_once() {
     assert_eq!(log.matches("Job terminated").count(), 1, "{log}");
     assert_eq!(log.matches("Job was evicted").count(), 0, "{log}");
     assert!(log.contains("Job reconnected to slot1@"), "{log}");
+    assert!(
+        log.find("Job reconnected") < log.find("Job terminated"),
+        "the reconnection is logged before the exit:\n{log}"
+    );
+    assert!(!log.contains("Job reconnection failed"), "{log}");
     assert!(log.contains("    startd address: <"), "{log}");
     assert!(log.contains("    starter address: <"), "{log}");
     let logs = pool.logs();
