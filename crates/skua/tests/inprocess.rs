@@ -645,3 +645,58 @@ async fn a_job_cut_off_for_less_than_its_lease_reconnects_and_completes_once() {
     assert!(!log.contains("Job was evicted"), "{log}");
     pool.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_exit_report_is_acknowledged_and_the_job_completes_once() {
+    // the fake starter holds the job; the test speaks for it to the shadow
+    let pool = PoolBuilder::new("repeat-exit")
+        .fake_starter(StarterMode::Hold)
+        .start()
+        .await
+        .unwrap();
+    let fake = pool.fake_starter.clone().unwrap();
+    let user = submitter(&pool);
+    let cluster = submit_exit(&pool, &user, 0).await;
+    let (_, _, spec) = pool
+        .wait_for("the starter's spec", Duration::from_secs(30), || async {
+            fake.specs().pop()
+        })
+        .await
+        .unwrap();
+    let spec: StarterSpec = serde_json::from_str(&spec).unwrap();
+    let shadow = pool.daemon_client("SCHEDD").unwrap();
+    let exit = |job_id: &str| skua_proto::JobExit {
+        claim_id: spec.claim_id.clone(),
+        outcome: skua_proto::RunOutcome::Exited { code: 9 },
+        usage: skua_proto::JobUsage::default(),
+        executed: true,
+        job_id: Some(job_id.to_string()),
+    };
+    // another job's report under this claim is refused
+    let other = format!("{cluster}.7");
+    let e = shadow
+        .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit(&other)))
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "{e}");
+    // the report, then its repeat (the first answer lost): both
+    // acknowledged, recorded once
+    let _: Ack = shadow
+        .command(&routes::SHADOW_EXIT, Some(&exit(&spec.job_id)))
+        .await
+        .unwrap();
+    let _: Ack = shadow
+        .command(&routes::SHADOW_EXIT, Some(&exit(&spec.job_id)))
+        .await
+        .unwrap();
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "ExitCode"), Some(9));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(1));
+    let history = pool.history(&user).await.unwrap();
+    let runs = history
+        .iter()
+        .filter(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+        .count();
+    assert_eq!(runs, 1, "completed once");
+    pool.shutdown().await.unwrap();
+}
