@@ -756,6 +756,11 @@ impl Starter<'_> {
         self.spawned = true;
 
         let ending = self.supervise(&mut running).await;
+        // stopped at the startd's request: its report is not worth holding
+        // for the lease (the startd waits for the starter to go)
+        if matches!(ending, Ending::Vacated | Ending::Killed) {
+            self.stop_asked = true;
+        }
         // No process of the job survives it.
         let _ = killpg(running.pgid, Signal::SIGKILL);
         crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
