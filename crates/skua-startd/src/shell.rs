@@ -785,6 +785,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_reconnect_finds_the_running_job_and_passes_the_shadows_address_to_its_starter() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // records every line it is sent
+        let lines = dir.path().join("lines");
+        let script = format!(
+            "while IFS= read -r l; do printf '%s\\n' \"$l\" >> {}; done",
+            lines.display()
+        );
+        let (mut shell, _events) = starting(manual.clock(), dir.path(), &script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        let reconnect = |claim: &str, job: &str| {
+            Request::Reconnect(skua_proto::ReconnectRequest {
+                claim_id: claim.into(),
+                job_id: job.into(),
+                shadow_addr: "<10.0.0.9:4242>".into(),
+            })
+        };
+        let e = ask(&mut shell, reconnect("claim-unknown-0123456789", "1.0"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.0.code, skua_proto::ErrorCode::NotFound);
+        assert_eq!(e.0.message, "Claim not found at execution machine");
+        let e = ask(&mut shell, reconnect(CLAIM, "1.1")).await.unwrap_err();
+        assert_eq!(e.0.code, skua_proto::ErrorCode::NotFound);
+        assert_eq!(e.0.message, "Job not found at execution machine");
+        // 50 s later (the lease is 60 s): found, the lease renewed
+        manual.advance(Duration::from_secs(50));
+        let Reply::Status(status) = ask(&mut shell, reconnect(CLAIM, "1.0")).await.unwrap() else {
+            panic!("a reconnect is answered with the claim's status");
+        };
+        assert_eq!(status.job_id.as_deref(), Some("1.0"));
+        let claim = shell.machine.slots[0].claim.as_ref().unwrap();
+        assert_eq!(claim.schedd_addr, "<10.0.0.9:4242>");
+        assert_eq!(claim.job.as_ref().unwrap().shadow_addr, "<10.0.0.9:4242>");
+        manual.advance(Duration::from_secs(50));
+        shell.handle(poll()).await;
+        assert_eq!(state(&shell), ("Claimed", "Busy"), "the lease was renewed");
+        // the starter got its job, then the shadow's new address
+        let want = "\"shadow\":{\"claim_id\":\"claim-0123456789abcdef\",\"job_id\":\"1.0\",\"shadow_addr\":\"<10.0.0.9:4242>\"}";
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = std::fs::read_to_string(&lines).unwrap_or_default();
+            if got.lines().count() >= 2 {
+                assert!(got.lines().nth(1).unwrap().contains(want), "{got}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the starter got: {got}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
     async fn a_lease_that_runs_out_kills_the_running_starter_and_frees_the_slot() {
         let dir = tempfile::tempdir().unwrap();
         let manual = ManualClock::frozen(1_000_000);
