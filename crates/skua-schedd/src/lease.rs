@@ -74,9 +74,11 @@ pub(crate) struct AliveConfig {
 /// The job's `JobLeaseDuration` in seconds, when defined and positive
 /// (`job_lease_duration = 0` leaves it undefined).
 pub(crate) fn job_lease(job_ad: &ClassAd) -> Option<u64> {
-    match job_ad.lookup("JobLeaseDuration") {
-        Some(classad::Expr::Lit(Value::Int(n))) if *n > 0 => u64::try_from(*n).ok(),
-        Some(classad::Expr::Lit(Value::Real(r))) if r.is_finite() && *r >= 1.0 => Some(*r as u64),
+    // an expression (`job_lease_duration = 5 * 60`) is evaluated, as the
+    // startd and the starter do
+    match classad::Evaluator::default().eval_attr("JobLeaseDuration", job_ad, None) {
+        Value::Int(n) if n > 0 => u64::try_from(n).ok(),
+        Value::Real(r) if r.is_finite() && r >= 1.0 => Some(r as u64),
         _ => None,
     }
 }
@@ -506,6 +508,9 @@ mod tests {
                 Duration::from_secs(1800)
             );
         }
+        // an expression is evaluated
+        let job = ad("[JobLeaseDuration = 2 * 30]");
+        assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(20));
         // never below a second
         let job = ad("[JobLeaseDuration = 2]");
         assert_eq!(HTCONDOR.interval_for(&job), Duration::from_secs(1));
