@@ -821,8 +821,8 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ad.int("MinHosts", 1);
     }
     // condor_submit's JOB_DEFAULT_LEASE_DURATION (2400 s) for a job that
-    // may reconnect; `job_lease_duration = 0` leaves it undefined (no
-    // reconnect: the job is rerun when its schedd restarts).
+    // may reconnect; `job_lease_duration = 0` (or a default of 0) leaves it
+    // undefined (no reconnect: the job is rerun when its schedd restarts).
     let no_lease = match ctx.get(&["job_lease_duration"])? {
         Some(c) => matches!(
             parse_expr(&c.value).map(|e| classad::eval(&e)),
@@ -832,8 +832,8 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     };
     if no_lease {
         ad.0.remove("JobLeaseDuration");
-    } else if !ad.has("JobLeaseDuration") && !local_like {
-        ad.int("JobLeaseDuration", 2400);
+    } else if !ad.has("JobLeaseDuration") && !local_like && opts.default_lease_duration > 0 {
+        ad.int("JobLeaseDuration", opts.default_lease_duration);
     }
     if !ad.has("Rank") {
         ad.real("Rank", 0.0);

@@ -385,3 +385,22 @@ proptest! {
         let _ = submit(&lines.join("\n"), &files(), &o);
     }
 }
+
+#[test]
+fn job_default_lease_duration_sets_the_lease_of_jobs_that_name_none() {
+    let lease = |default: i64, text: &str| {
+        let mut o = opts();
+        o.default_lease_duration = default;
+        let s = submit(text, &files(), &o).unwrap();
+        attr(&s.clusters[0].jobs[0], "JobLeaseDuration")
+    };
+    assert_eq!(lease(600, "executable = /bin/sleep\nqueue\n"), "600");
+    assert_eq!(lease(0, "executable = /bin/sleep\nqueue\n"), "<absent>");
+    assert_eq!(
+        lease(
+            0,
+            "executable = /bin/sleep\njob_lease_duration = 20\nqueue\n"
+        ),
+        "20"
+    );
+}
