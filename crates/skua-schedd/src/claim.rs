@@ -744,8 +744,12 @@ pub(crate) async fn watch_run<Q: ClaimQueue, S: Startd>(
                         // interval, or the lease.
                         misses += 1;
                         let gone = *job_gone.get_or_insert_with(|| clock.now());
-                        if misses >= 2 && (!w.reconnect || silent_for(gone) >= lease) {
+                        if misses >= 2 && !w.reconnect {
                             return RunResult::Lost(format!("the starter of job {job} on {} went away", info.slot));
+                        }
+                        if misses >= 2 && silent_for(gone) >= lease {
+                            // its starter never got through to us
+                            return RunResult::ReconnectFailed(lease_expired_reason(lease));
                         }
                     }
                     Err(e) => {
