@@ -842,6 +842,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_starter_that_lost_its_shadow_for_the_lease_frees_the_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // gives its job up at once, as after a lease without its shadow
+        let script = format!(
+            "read -r spec; exit {}",
+            skua_proto::STARTER_EXIT_LOST_SHADOW
+        );
+        let (mut shell, mut events) = starting(manual.clock(), dir.path(), &script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        let exited = next(&mut events).await;
+        assert!(matches!(&exited, Event::StarterExited { .. }), "{exited:?}");
+        shell.handle(exited).await;
+        // the claim is over: not Claimed/Idle waiting for a next job
+        assert_ne!(state(&shell).0, "Claimed");
+        let alive = Request::Alive(ClaimAlive {
+            claim_id: CLAIM.into(),
+        });
+        let gone = ask(&mut shell, alive).await.unwrap_err();
+        assert_eq!(gone.0.code, skua_proto::ErrorCode::NotFound);
+    }
+
+    #[tokio::test]
     async fn a_lease_that_runs_out_kills_the_running_starter_and_frees_the_slot() {
         let dir = tempfile::tempdir().unwrap();
         let manual = ManualClock::frozen(1_000_000);
