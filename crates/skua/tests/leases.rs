@@ -351,6 +351,17 @@ fn a_schedd_killed_while_its_job_runs_reconnects_and_the_job_completes_once() {
         std::fs::read(work.join("out.txt")).unwrap(),
         b"line one\nline two\n\x01\xff"
     );
+    // its usage: the whole run, across the schedd's absence
+    let wall: f64 = history_row(&pool, &["RemoteWallClockTime"])
+        .parse()
+        .unwrap();
+    assert!(wall >= 4.0, "RemoteWallClockTime {wall}");
+    let cpu = history_row(&pool, &["RemoteUserCpu", "RemoteSysCpu"]);
+    assert!(
+        cpu.split_whitespace().count() == 2
+            && cpu.split_whitespace().all(|v| v.parse::<f64>().is_ok()),
+        "the run's CPU usage recorded: {cpu}"
+    );
     let log = log_of(&work);
     assert_eq!(log.matches("Job executing on host").count(), 1, "{log}");
     assert_eq!(log.matches("Job terminated").count(), 1, "{log}");
