@@ -343,13 +343,18 @@ async fn starter_main(ctx: skua_daemon::DaemonContext) -> ExitCode {
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut lock = stdin.lock();
-        let mut docs =
-            serde_json::Deserializer::from_reader(&mut lock).into_iter::<skua_proto::StarterSpec>();
-        let _ = first_tx.send(docs.next());
+        let mut docs = serde_json::Deserializer::from_reader(&mut lock)
+            .into_iter::<skua_proto::StarterMessage>();
+        let first = docs.next().map(|d| match d {
+            Ok(skua_proto::StarterMessage::Job(spec)) => Ok(spec),
+            Ok(_) => Err("the first message is not a job".to_string()),
+            Err(e) => Err(e.to_string()),
+        });
+        let _ = first_tx.send(first);
         for doc in docs {
             match doc {
-                Ok(spec) => {
-                    if spec_tx.send(spec).is_err() {
+                Ok(msg) => {
+                    if spec_tx.send(msg).is_err() {
                         break;
                     }
                 }

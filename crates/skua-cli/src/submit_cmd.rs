@@ -271,6 +271,9 @@ pub fn build_submission(
     if let Some(v) = knob("JOB_DEFAULT_REQUESTCPUS") {
         opts.default_request_cpus = v;
     }
+    if let Some(v) = knob("JOB_DEFAULT_LEASE_DURATION").and_then(|v| v.trim().parse().ok()) {
+        opts.default_lease_duration = v;
+    }
     if let Some(v) = knob("DEFAULT_UNIVERSE") {
         opts.default_universe = v.to_ascii_lowercase();
     }

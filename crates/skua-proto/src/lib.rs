@@ -46,8 +46,8 @@ pub use shadow::{
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,
-    DrainRequest, MatchNotice, ReleaseRequest, SlotStates, StarterDone, StarterHold, StarterSpec,
-    VacateRequest,
+    DrainRequest, MatchNotice, ReconnectRequest, ReleaseRequest, ShadowMoved, SlotStates,
+    StarterDone, StarterHold, StarterMessage, StarterSpec, VacateRequest, STARTER_EXIT_LOST_SHADOW,
 };
 
 use serde::{Deserialize, Serialize};

@@ -10,10 +10,10 @@ use crate::{
     ClaimStatus, CommandReply, CredentialList, CredentialQuery, DaemonCommand, DeactivateRequest,
     DrainRequest, InputFileRequest, Invalidate, JobAction, JobActionReply, JobExit, JobQuery,
     JobQueryReply, JobUpdate, JoinReply, JoinRequest, MatchNotice, Matches, NewCluster,
-    NewClusterReply, Query, QueryReply, ReleaseRequest, Reschedule, ResourceRequests,
-    ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply, RevokeRequest,
-    SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply, UserPrioEdit,
-    UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
+    NewClusterReply, Query, QueryReply, ReconnectRequest, ReleaseRequest, Reschedule,
+    ResourceRequests, ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply,
+    RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
+    UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
 };
 
 /// Largest request body of a command or a query (a job action, a
@@ -377,6 +377,15 @@ pub const STARTD_ALIVE: Route<ClaimAlive, ClaimStatus> = Route::new(
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
+/// `POST /startd/reconnect` with [`crate::ReconnectRequest`] →
+/// [`crate::ClaimStatus`]: a restarted schedd finds its run again.
+pub const STARTD_RECONNECT: Route<ReconnectRequest, ClaimStatus> = Route::new(
+    "POST",
+    "/startd/reconnect",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
 /// `POST /startd/vacate` with [`crate::VacateRequest`] →
 /// [`crate::SlotStates`].
 pub const STARTD_VACATE: Route<VacateRequest, SlotStates> = Route::new(
@@ -473,6 +482,7 @@ pub const ALL: &[RouteSpec] = &[
     STARTD_DEACTIVATE.spec(),
     STARTD_RELEASE.spec(),
     STARTD_ALIVE.spec(),
+    STARTD_RECONNECT.spec(),
     STARTD_VACATE.spec(),
     STARTD_DRAIN.spec(),
     SHADOW_BEGIN.spec(),

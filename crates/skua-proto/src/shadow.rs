@@ -100,6 +100,9 @@ pub struct OutputFileMeta {
     /// Unix permission bits.
     #[serde(default)]
     pub mode: u32,
+    /// `"C.P"` of the job (see [`JobExit::job_id`]).
+    #[serde(default)]
+    pub job_id: Option<String>,
 }
 
 /// Resource usage of the job's processes, as the starter measured it.
@@ -210,6 +213,11 @@ pub struct JobExit {
     /// execution first, then the exit.
     #[serde(default)]
     pub executed: bool,
+    /// `"C.P"` of the job (a repeated report of a run already recorded,
+    /// whose acknowledgement was lost, is acknowledged again and changes
+    /// nothing; it never counts for a later job of the same claim).
+    #[serde(default)]
+    pub job_id: Option<String>,
 }
 
 /// `POST /shadow/starter_gone` (DAEMON), from the startd: the starter of

@@ -147,6 +147,55 @@ pub struct ClaimStatus {
     pub job_id: Option<String>,
 }
 
+/// `POST /startd/reconnect` (DAEMON): a schedd that restarted (or lost
+/// contact) asks whether the startd still has `claim_id` with `job_id`
+/// active (its starter running the job, or holding its results), and
+/// names the shadow's current address. The startd renews the claim's
+/// lease, records the address and passes it to the starter
+/// ([`StarterMessage::Shadow`]). `NotFound` when the claim is unknown
+/// ("Claim not found at execution machine") or runs no such job ("Job not
+/// found at execution machine"). The reply is the claim's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconnectRequest {
+    /// The claim of the run.
+    pub claim_id: String,
+    /// `"C.P"` of the job the schedd believes runs under it.
+    pub job_id: String,
+    /// The shadow's (schedd's) address now.
+    pub shadow_addr: String,
+}
+
+/// One line on a starter's standard input: a job to run, or the shadow's
+/// new address for the job it runs (after a schedd's reconnect). A job is
+/// the bare [`StarterSpec`] document, as before.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StarterMessage {
+    /// The claim's next job.
+    Job(StarterSpec),
+    /// `{"shadow": {...}}`: where the shadow of the running job is now.
+    Shadow {
+        /// The new address.
+        shadow: ShadowMoved,
+    },
+}
+
+/// The shadow of `job_id` (under `claim_id`) is now at `shadow_addr`: the
+/// starter sends its further calls there, and retries at once a call that
+/// failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShadowMoved {
+    pub claim_id: String,
+    pub job_id: String,
+    pub shadow_addr: String,
+}
+
+/// The starter's exit status when it gave its job up because its shadow
+/// stayed unreachable for the job's whole lease (HTCondor's
+/// `STARTER_EXIT_LOST_SHADOW_CONNECTION`): the job was killed and its
+/// scratch directory removed; the startd frees the slot.
+pub const STARTER_EXIT_LOST_SHADOW: i32 = 4;
+
 /// What the startd hands a starter (`skuad starter`) on its standard input,
 /// as one JSON document per job. A starter serves one claim: after the
 /// first job it reports [`StarterDone`] and waits for the next document

@@ -52,6 +52,16 @@ pub const RESIDENT_SET_SIZE: &str = "ResidentSetSize";
 /// Why the last run ended, when not by the job's exit.
 pub const LAST_VACATE_REASON: &str = "LastVacateReason";
 
+/// When the schedd lost contact with the current run (set with event
+/// 022, removed when it reconnects or gives up).
+pub const JOB_DISCONNECTED_DATE: &str = "JobDisconnectedDate";
+/// How many times the schedd reconnected to a run of the job.
+pub const NUM_JOB_RECONNECTS: &str = "NumJobReconnects";
+/// The last time the schedd heard from the current run's startd: a
+/// restarted schedd reconnects while `now - LastJobLeaseRenewal <
+/// JobLeaseDuration`.
+pub const LAST_JOB_LEASE_RENEWAL: &str = "LastJobLeaseRenewal";
+
 /// How a run ended other than by the job's own exit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunEnd {
@@ -84,6 +94,15 @@ pub enum RunEnd {
         /// HoldReasonSubCode.
         subcode: i64,
     },
+    /// The schedd could not reconnect to the run within the job's lease
+    /// (event 024): the job goes back to Idle (never held, not counted as
+    /// a failure).
+    ReconnectFailed {
+        /// Why (HTCondor's reason texts).
+        reason: String,
+        /// The slot the run was on.
+        startd_name: String,
+    },
 }
 
 /// How many times the job was suspended.
@@ -111,6 +130,7 @@ impl Queue {
             p.set_int(id, JOB_START_DATE, now);
         }
         p.set_int(id, JOB_CURRENT_START_DATE, now);
+        p.set_int(id, LAST_JOB_LEASE_RENEWAL, now);
         p.set_int(id, SHADOW_BDAY, now);
         p.set_int(id, LAST_MATCH_TIME, now);
         // NumJobStarts counts runs whose job really began (the execute
@@ -147,6 +167,74 @@ impl Queue {
             _ => None,
         };
         Some((own(CLAIM_ID)?, own(STARTD_IP_ADDR)?))
+    }
+
+    /// The schedd lost contact with the run of `id` on `startd_name` (the
+    /// slot) at `startd_addr`: event 022 and `JobDisconnectedDate`, once
+    /// per disconnection.
+    pub fn plan_disconnected(
+        &self,
+        id: JobId,
+        reason: &str,
+        startd_name: &str,
+        startd_addr: &str,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if status_of(ad).is_active() && int_attr(ad, JOB_DISCONNECTED_DATE).is_none() {
+            p.set_int(id, JOB_DISCONNECTED_DATE, now);
+            p.event(
+                id,
+                UserLogEvent::Disconnected {
+                    reason: reason.to_string(),
+                    startd_name: startd_name.to_string(),
+                    startd_addr: startd_addr.to_string(),
+                },
+            );
+        }
+        Ok(p.finish())
+    }
+
+    /// The schedd reached the run of `id` again (after a disconnection or
+    /// its own restart): event 023, `NumJobReconnects` counted,
+    /// `JobDisconnectedDate` cleared, the lease renewed.
+    pub fn plan_reconnected(
+        &self,
+        id: JobId,
+        startd_name: &str,
+        startd_addr: &str,
+        starter_addr: &str,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if status_of(ad).is_active() {
+            let n = int_attr(ad, NUM_JOB_RECONNECTS).unwrap_or(0);
+            p.set_int(id, NUM_JOB_RECONNECTS, n.saturating_add(1));
+            p.delete(id, ad, JOB_DISCONNECTED_DATE);
+            p.set_int(id, LAST_JOB_LEASE_RENEWAL, now);
+            p.event(
+                id,
+                UserLogEvent::Reconnected {
+                    startd_name: startd_name.to_string(),
+                    startd_addr: startd_addr.to_string(),
+                    starter_addr: starter_addr.to_string(),
+                },
+            );
+        }
+        Ok(p.finish())
+    }
+
+    /// The run's startd answered a keep-alive at `now`
+    /// (`LastJobLeaseRenewal`).
+    pub fn plan_lease_renewed(&self, id: JobId, now: i64) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if status_of(ad).is_active() {
+            p.set_int(id, LAST_JOB_LEASE_RENEWAL, now);
+        }
+        Ok(p.finish())
     }
 
     /// The job's process started on `host` (the startd's address) in
@@ -232,6 +320,22 @@ impl Queue {
             JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput => {}
             _ => return Ok(p.finish()),
         }
+        if let RunEnd::ReconnectFailed {
+            reason,
+            startd_name,
+        } = end
+        {
+            p.set_str(id, LAST_VACATE_REASON, reason);
+            p.event(
+                id,
+                UserLogEvent::ReconnectFailed {
+                    reason: reason.clone(),
+                    startd_name: startd_name.clone(),
+                },
+            );
+            p.new_status(id, ad, JobStatus::Idle, now);
+            return Ok(p.finish());
+        }
         if let RunEnd::Held {
             reason,
             code,
@@ -243,7 +347,7 @@ impl Queue {
             return Ok(p.finish());
         }
         let (reason, failure) = match end {
-            RunEnd::Held { .. } => (String::new(), None),
+            RunEnd::Held { .. } | RunEnd::ReconnectFailed { .. } => (String::new(), None),
             RunEnd::Evicted { reason } => (reason.clone(), None),
             RunEnd::Failed {
                 reason,
@@ -357,6 +461,7 @@ impl Queue {
         }
         p.delete(id, ad, CLAIM_ID);
         p.delete(id, ad, STARTD_IP_ADDR);
+        p.delete(id, ad, JOB_DISCONNECTED_DATE);
     }
 
     fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {

@@ -111,6 +111,22 @@ pub enum UserLogEvent {
     },
     /// (013)
     Released { reason: String },
+    /// (022) the schedd lost contact with the run's startd and tries to
+    /// reconnect (`startd_name` is the slot's name, `startd_addr` the
+    /// startd's sinful string).
+    Disconnected {
+        reason: String,
+        startd_name: String,
+        startd_addr: String,
+    },
+    /// (023) the schedd reached the run again.
+    Reconnected {
+        startd_name: String,
+        startd_addr: String,
+        starter_addr: String,
+    },
+    /// (024) reconnection failed: the job is rescheduled.
+    ReconnectFailed { reason: String, startd_name: String },
 }
 
 impl UserLogEvent {
@@ -128,6 +144,9 @@ impl UserLogEvent {
             UserLogEvent::Unsuspended => 11,
             UserLogEvent::Held { .. } => 12,
             UserLogEvent::Released { .. } => 13,
+            UserLogEvent::Disconnected { .. } => 22,
+            UserLogEvent::Reconnected { .. } => 23,
+            UserLogEvent::ReconnectFailed { .. } => 24,
         }
     }
 }
@@ -469,6 +488,42 @@ fn body(out: &mut String, event: &UserLogEvent) {
                 let _ = writeln!(out, "\t{}", line(reason));
             }
         }
+        // HTCondor indents the bodies of these three with four spaces
+        UserLogEvent::Disconnected {
+            reason,
+            startd_name,
+            startd_addr,
+        } => {
+            out.push_str("Job disconnected, attempting to reconnect\n");
+            let _ = writeln!(out, "    {}", line(reason));
+            let _ = writeln!(
+                out,
+                "    Trying to reconnect to {} {}",
+                line(startd_name),
+                line(startd_addr)
+            );
+        }
+        UserLogEvent::Reconnected {
+            startd_name,
+            startd_addr,
+            starter_addr,
+        } => {
+            let _ = writeln!(out, "Job reconnected to {}", line(startd_name));
+            let _ = writeln!(out, "    startd address: {}", line(startd_addr));
+            let _ = writeln!(out, "    starter address: {}", line(starter_addr));
+        }
+        UserLogEvent::ReconnectFailed {
+            reason,
+            startd_name,
+        } => {
+            out.push_str("Job reconnection failed\n");
+            let _ = writeln!(out, "    {}", line(reason));
+            let _ = writeln!(
+                out,
+                "    Can not reconnect to {}, rescheduling job",
+                line(startd_name)
+            );
+        }
     }
 }
 
@@ -519,6 +574,41 @@ mod tests {
         };
         let s = format_event(&e, JobId::new(1, 0), T, utc_zone, &legacy);
         assert!(s.starts_with("000 (001.000.000) 11/21 12:00:00 Job"), "{s}");
+    }
+
+    #[test]
+    fn reconnect_events() {
+        let d = UserLogEvent::Disconnected {
+            reason: "Socket between submit and execute hosts closed unexpectedly".into(),
+            startd_name: "slot1@exec".into(),
+            startd_addr: "<10.0.0.2:9618>".into(),
+        };
+        assert_eq!(
+            fmt(&d),
+            "022 (001.000.000) 2026-11-21 12:00:00 Job disconnected, attempting to reconnect\n    \
+             Socket between submit and execute hosts closed unexpectedly\n    \
+             Trying to reconnect to slot1@exec <10.0.0.2:9618>\n...\n"
+        );
+        let r = UserLogEvent::Reconnected {
+            startd_name: "slot1@exec".into(),
+            startd_addr: "<10.0.0.2:9618>".into(),
+            starter_addr: "<10.0.0.2:9618>".into(),
+        };
+        assert_eq!(
+            fmt(&r),
+            "023 (001.000.000) 2026-11-21 12:00:00 Job reconnected to slot1@exec\n    \
+             startd address: <10.0.0.2:9618>\n    starter address: <10.0.0.2:9618>\n...\n"
+        );
+        let f = UserLogEvent::ReconnectFailed {
+            reason: "Claim not found at execution machine".into(),
+            startd_name: "slot1@exec".into(),
+        };
+        assert_eq!(
+            fmt(&f),
+            "024 (001.000.000) 2026-11-21 12:00:00 Job reconnection failed\n    \
+             Claim not found at execution machine\n    \
+             Can not reconnect to slot1@exec, rescheduling job\n...\n"
+        );
     }
 
     #[test]

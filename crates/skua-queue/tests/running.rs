@@ -377,3 +377,65 @@ fn a_runs_claim_is_recorded_for_a_restart_then_cleared_and_never_qedited() {
     commit(&mut q, &t);
     assert!(q.job(id).is_none_or(|ad| Queue::claim_of(ad).is_none()));
 }
+
+#[test]
+fn a_disconnection_is_logged_once_then_a_reconnection_or_a_failed_one() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("JobLeaseDuration = 60")]);
+    let a = JobId::new(c, 0);
+    let t = q.plan_start(a, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    assert_eq!(num(&q, a, "LastJobLeaseRenewal"), Some(NOW as f64));
+    // 022 once per disconnection, with JobDisconnectedDate
+    let reason = "Socket between submit and execute hosts closed unexpectedly";
+    let t = q
+        .plan_disconnected(a, reason, "slot1@h", HOST, NOW + 10)
+        .unwrap();
+    assert!(
+        matches!(&t.events[..], [(_, UserLogEvent::Disconnected { startd_name, .. })] if startd_name == "slot1@h")
+    );
+    commit(&mut q, &t);
+    assert_eq!(num(&q, a, "JobDisconnectedDate"), Some((NOW + 10) as f64));
+    let again = q
+        .plan_disconnected(a, reason, "slot1@h", HOST, NOW + 20)
+        .unwrap();
+    assert!(again.events.is_empty() && again.mutations.is_empty());
+    // 023: counted, the date cleared, the lease renewed
+    let t = q
+        .plan_reconnected(a, "slot1@h", HOST, HOST, NOW + 30)
+        .unwrap();
+    assert!(matches!(
+        &t.events[..],
+        [(_, UserLogEvent::Reconnected { .. })]
+    ));
+    commit(&mut q, &t);
+    assert_eq!(num(&q, a, "NumJobReconnects"), Some(1.0));
+    assert_eq!(num(&q, a, "JobDisconnectedDate"), None);
+    assert_eq!(num(&q, a, "LastJobLeaseRenewal"), Some((NOW + 30) as f64));
+    // disconnected again, then the lease runs out: 024, Idle, not held and
+    // not counted as a failure
+    let t = q
+        .plan_disconnected(a, reason, "slot1@h", HOST, NOW + 40)
+        .unwrap();
+    commit(&mut q, &t);
+    let end = RunEnd::ReconnectFailed {
+        reason: "Job disconnected too long: JobLeaseDuration (60 seconds) expired".into(),
+        startd_name: "slot1@h".into(),
+    };
+    let t = q
+        .plan_run_ended(a, &end, Rusage::default(), 1, NOW + 100)
+        .unwrap();
+    assert!(matches!(
+        &t.events[..],
+        [(_, UserLogEvent::ReconnectFailed { .. })]
+    ));
+    commit(&mut q, &t);
+    assert_eq!(q.status(a), Some(JobStatus::Idle));
+    assert_eq!(num(&q, a, "JobDisconnectedDate"), None);
+    assert_eq!(num(&q, a, "NumShadowExceptions"), None);
+    assert_eq!(num(&q, a, "RemoteWallClockTime"), Some(100.0));
+    assert_eq!(
+        text(&q, a, "LastVacateReason").as_deref(),
+        Some("Job disconnected too long: JobLeaseDuration (60 seconds) expired")
+    );
+}

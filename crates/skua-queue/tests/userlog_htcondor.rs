@@ -171,6 +171,29 @@ fn events() -> Vec<(JobId, UserLogEvent)> {
                 resources: vec![],
             })),
         ),
+        (
+            a,
+            UserLogEvent::Disconnected {
+                reason: "Socket between submit and execute hosts closed unexpectedly".into(),
+                startd_name: "slot1@exec.example".into(),
+                startd_addr: "<10.0.0.2:9618?sock=startd>".into(),
+            },
+        ),
+        (
+            a,
+            UserLogEvent::Reconnected {
+                startd_name: "slot1@exec.example".into(),
+                startd_addr: "<10.0.0.2:9618?sock=startd>".into(),
+                starter_addr: "<10.0.0.2:9618?sock=startd>".into(),
+            },
+        ),
+        (
+            b,
+            UserLogEvent::ReconnectFailed {
+                reason: "Job disconnected too long: JobLeaseDuration (2400 seconds) expired".into(),
+                startd_name: "slot1@exec.example".into(),
+            },
+        ),
     ]
 }
 
@@ -243,6 +266,9 @@ fn htcondor_reads_the_event_log() {
             "JOB_TERMINATED",
             "JOB_HELD",
             "JOB_TERMINATED",
+            "JOB_DISCONNECTED",
+            "JOB_RECONNECTED",
+            "JOB_RECONNECT_FAILED",
         ]
     );
     for (g, (id, _)) in got.iter().zip(&evs) {
@@ -316,4 +342,27 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(15, "TerminatedNormally"), Json::from(false));
     assert_eq!(attr(15, "TerminatedBySignal"), Json::from(9));
     assert_eq!(attr(15, "CoreFile"), Json::from("/tmp/core.1234"));
+    assert_eq!(
+        attr(16, "DisconnectReason"),
+        Json::from("Socket between submit and execute hosts closed unexpectedly")
+    );
+    assert_eq!(attr(16, "StartdName"), Json::from("slot1@exec.example"));
+    assert_eq!(
+        attr(16, "StartdAddr"),
+        Json::from("<10.0.0.2:9618?sock=startd>")
+    );
+    assert_eq!(attr(17, "StartdName"), Json::from("slot1@exec.example"));
+    assert_eq!(
+        attr(17, "StartdAddr"),
+        Json::from("<10.0.0.2:9618?sock=startd>")
+    );
+    assert_eq!(
+        attr(17, "StarterAddr"),
+        Json::from("<10.0.0.2:9618?sock=startd>")
+    );
+    assert_eq!(
+        attr(18, "Reason"),
+        Json::from("Job disconnected too long: JobLeaseDuration (2400 seconds) expired")
+    );
+    assert_eq!(attr(18, "StartdName"), Json::from("slot1@exec.example"));
 }

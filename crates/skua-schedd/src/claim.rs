@@ -158,6 +158,45 @@ pub(crate) trait ClaimQueue: Send + Sync {
     ) -> impl Future<Output = Option<JobId>> + Send;
     /// No claim holds `job` any more.
     fn done_with(&self, job: JobId);
+    /// The run's startd stopped answering: event 022.
+    fn disconnected(
+        &self,
+        job: JobId,
+        slot: &str,
+        startd_addr: &str,
+    ) -> impl Future<Output = ()> + Send;
+    /// The run's startd answers again: event 023.
+    fn reconnected(
+        &self,
+        job: JobId,
+        slot: &str,
+        startd_addr: &str,
+    ) -> impl Future<Output = ()> + Send;
+    /// The run's startd answered a keep-alive (`LastJobLeaseRenewal`).
+    fn lease_renewed(&self, job: JobId) -> impl Future<Output = ()> + Send;
+}
+
+/// HTCondor's reason in event 022.
+pub(crate) const DISCONNECT_REASON: &str =
+    "Socket between submit and execute hosts closed unexpectedly";
+
+/// HTCondor's reason in event 024 when the lease ran out.
+pub(crate) fn lease_expired_reason(lease: Duration) -> String {
+    format!(
+        "Job disconnected too long: JobLeaseDuration ({} seconds) expired",
+        lease.as_secs()
+    )
+}
+
+/// The pause before reconnect attempt `n` (0 first): HTCondor's
+/// `RECONNECT_BACKOFF_FACTOR` (forced to 2) to the power `n + 2`, at most
+/// `RECONNECT_BACKOFF_CEILING`; the first attempt at once.
+pub(crate) fn reconnect_delay(n: u32, ceiling: Duration) -> Duration {
+    if n == 0 {
+        return Duration::ZERO;
+    }
+    let secs = 2u64.saturating_pow(n.saturating_add(2).min(40));
+    Duration::from_secs(secs).min(ceiling)
 }
 
 /// The startd of a claim, as the claim machine speaks to it.
@@ -325,6 +364,34 @@ impl ClaimQueue for Shared {
         self.queue.send(move |q| {
             q.busy.remove(&job);
         });
+    }
+
+    async fn disconnected(&self, job: JobId, slot: &str, startd_addr: &str) {
+        let now = self.clock.now_secs();
+        let (slot, addr) = (slot.to_string(), startd_addr.to_string());
+        if let Err(e) = with_schedd(self, move |s| {
+            s.disconnected(job, DISCONNECT_REASON, &slot, &addr, now)
+        })
+        .await
+        {
+            tracing::error!("recording job {job}'s disconnection: {}", e.0.message);
+        }
+    }
+
+    async fn reconnected(&self, job: JobId, slot: &str, startd_addr: &str) {
+        let now = self.clock.now_secs();
+        let (slot, addr) = (slot.to_string(), startd_addr.to_string());
+        if let Err(e) = with_schedd(self, move |s| s.reconnected(job, &slot, &addr, now)).await {
+            tracing::error!("recording job {job}'s reconnection: {}", e.0.message);
+        }
+        self.changed.notify_one();
+    }
+
+    async fn lease_renewed(&self, job: JobId) {
+        let now = self.clock.now_secs();
+        if let Err(e) = with_schedd(self, move |s| s.lease_renewed(job, now)).await {
+            tracing::debug!("renewing job {job}'s lease: {}", e.0.message);
+        }
     }
 }
 
@@ -495,6 +562,7 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
             inputs: None,
             failure: None,
             executing: false,
+            gate: None,
             done: Some(done_tx),
             vacate: vacate.clone(),
         },
@@ -545,10 +613,14 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
     }
     *interval = (*interval).min(shadows.alive.interval_for(&job_ad));
     let lease = shadows.alive.lease_for(&job_ad, *interval);
-    let result = watch_run(
-        shadows, startd, info, job, done_rx, vacate, *interval, lease,
-    )
-    .await;
+    let watch = Watch {
+        info,
+        job,
+        interval: *interval,
+        lease,
+        reconnect: crate::lease::job_lease(&job_ad).is_some(),
+    };
+    let result = watch_run(shadows, queue, startd, &watch, done_rx, vacate).await;
     shadows.runs().remove(&info.claim_id);
     match result {
         RunResult::Reported { reusable: true } => Ok(()),
@@ -557,29 +629,59 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
             run_lost(queue, job, reason.clone()).await;
             Err(ShadowError::Lost(reason))
         }
+        RunResult::ReconnectFailed(reason) => {
+            let end = RunEnd::ReconnectFailed {
+                reason: reason.clone(),
+                startd_name: slot.to_string(),
+            };
+            queue.end_run(job, end).await;
+            Err(ShadowError::Lost(reason))
+        }
     }
+}
+
+/// What [`watch_run`] watches.
+pub(crate) struct Watch<'a> {
+    pub info: &'a MatchInfo,
+    pub job: JobId,
+    /// The keep-alive interval.
+    pub interval: Duration,
+    /// The claim's lease at the startd.
+    pub lease: Duration,
+    /// The job has a `JobLeaseDuration`: a silent startd is a
+    /// disconnection (events 022, 023, 024), retried with HTCondor's
+    /// back-off until the lease runs out.
+    pub reconnect: bool,
 }
 
 /// Waits for the run's report, keeping the claim alive every `interval`
 /// of the clock and watching it. A startd that does not answer for the
 /// claim's whole `lease` has killed the job (HTCondor's rule): the run is
-/// lost then, not before, so the job never runs twice at once.
-#[allow(clippy::too_many_arguments)]
-async fn watch_run<S: Startd>(
+/// lost then, not before, so the job never runs twice at once. For a job
+/// with a `JobLeaseDuration` the silence is a disconnection: event 022 at
+/// the first failed keep-alive, tries again after HTCondor's back-off
+/// delays, 023 when the startd answers again, and the run's
+/// [`RunResult::ReconnectFailed`] (024) when the lease runs out.
+pub(crate) async fn watch_run<Q: ClaimQueue, S: Startd>(
     shadows: &Shadows,
+    queue: &Q,
     startd: &S,
-    info: &MatchInfo,
-    job: JobId,
+    w: &Watch<'_>,
     mut done: oneshot::Receiver<RunResult>,
     vacate: Arc<Notify>,
-    interval: Duration,
-    lease: Duration,
 ) -> RunResult {
+    let (info, job, interval, lease) = (w.info, w.job, w.interval, w.lease);
     let clock = &shadows.clock;
     let mut tick = clock.ticker(interval);
     tick.tick().await;
     let mut misses = 0u32;
     let mut last_answer = clock.now();
+    let mut recorded = clock.now();
+    let mut job_gone: Option<std::time::SystemTime> = None;
+    // while disconnected: how many tries so far, and when the next is due
+    let mut disconnected = false;
+    let mut attempts = 0u32;
+    let mut next_try = clock.now();
     let silent_for = |since| clock.now().duration_since(since).unwrap_or_default();
     loop {
         tokio::select! {
@@ -593,6 +695,13 @@ async fn watch_run<S: Startd>(
                 }
             }
             _ = tick.tick() => {
+                if disconnected && clock.now() < next_try {
+                    if silent_for(last_answer) >= lease {
+                        tracing::warn!("job {job}: no answer from the startd of {} within the job's lease", info.slot);
+                        return RunResult::ReconnectFailed(lease_expired_reason(lease));
+                    }
+                    continue;
+                }
                 // a keep-alive waits no longer than what is left of the
                 // lease (a frozen startd must not hold the verdict back)
                 let left = lease.saturating_sub(silent_for(last_answer)).max(Duration::from_secs(1));
@@ -600,7 +709,11 @@ async fn watch_run<S: Startd>(
                     r = startd.alive(&info.claim_id) => match r {
                         Ok(s) => Ok(s),
                         Err(StartdError::NotFound(_)) => {
-                            return RunResult::Lost(format!("the startd of {} no longer knows the claim", info.slot));
+                            let reason = format!("the startd of {} no longer knows the claim", info.slot);
+                            if disconnected {
+                                return RunResult::ReconnectFailed("Claim not found at execution machine".into());
+                            }
+                            return RunResult::Lost(reason);
                         }
                         Err(e) => Err(e.to_string()),
                     },
@@ -608,31 +721,64 @@ async fn watch_run<S: Startd>(
                 };
                 if status.is_ok() {
                     last_answer = clock.now();
+                    if disconnected {
+                        disconnected = false;
+                        attempts = 0;
+                        tracing::info!("job {job}: reconnected to the startd of {}", info.slot);
+                        queue.reconnected(job, &info.slot, &info.startd_addr).await;
+                        recorded = clock.now();
+                    } else if w.reconnect && silent_for(recorded) >= interval {
+                        queue.lease_renewed(job).await;
+                        recorded = clock.now();
+                    }
                 }
                 match status {
-                    Ok(s) if s.job_id.as_deref() == Some(&job.to_string()) => misses = 0,
+                    Ok(s) if s.job_id.as_deref() == Some(&job.to_string()) => {
+                        misses = 0;
+                        job_gone = None;
+                    }
                     Ok(_) => {
                         // No starter runs the job any more. Its report may
-                        // be in flight: give it one more interval.
+                        // be in flight (or, with a lease, held by a starter
+                        // that could not reach us): give it one more
+                        // interval, or the lease.
                         misses += 1;
-                        if misses >= 2 {
+                        let gone = *job_gone.get_or_insert_with(|| clock.now());
+                        if misses >= 2 && !w.reconnect {
                             return RunResult::Lost(format!("the starter of job {job} on {} went away", info.slot));
+                        }
+                        if misses >= 2 && silent_for(gone) >= lease {
+                            // its starter never got through to us
+                            return RunResult::ReconnectFailed(lease_expired_reason(lease));
                         }
                     }
                     Err(e) => {
                         let silent = silent_for(last_answer);
                         if silent >= lease {
+                            if w.reconnect {
+                                return RunResult::ReconnectFailed(lease_expired_reason(lease));
+                            }
                             return RunResult::Lost(format!(
                                 "the startd of {} has not answered for {} s, the claim's lease: {e}",
                                 info.slot,
                                 silent.as_secs()
                             ));
                         }
-                        tracing::warn!(
-                            "job {job}: the startd of {} does not answer ({e}); the claim's lease ends in {} s",
-                            info.slot,
-                            (lease - silent).as_secs()
-                        );
+                        if w.reconnect {
+                            if !disconnected {
+                                disconnected = true;
+                                tracing::warn!("job {job}: the startd of {} does not answer ({e}): disconnected, reconnecting", info.slot);
+                                queue.disconnected(job, &info.slot, &info.startd_addr).await;
+                            }
+                            attempts += 1;
+                            next_try = clock.now() + reconnect_delay(attempts, shadows.reconnect_ceiling);
+                        } else {
+                            tracing::warn!(
+                                "job {job}: the startd of {} does not answer ({e}); the claim's lease ends in {} s",
+                                info.slot,
+                                (lease - silent).as_secs()
+                            );
+                        }
                     }
                 }
             }
@@ -692,6 +838,8 @@ mod tests {
         busy: HashSet<JobId>,
         started: Vec<JobId>,
         ended: Vec<(JobId, RunEnd)>,
+        /// The user log events 022 and 023 the claim task asked for.
+        events: Vec<(JobId, u32)>,
     }
 
     impl FakeQueue {
@@ -783,6 +931,16 @@ mod tests {
         fn done_with(&self, id: JobId) {
             self.state.lock().unwrap().busy.remove(&id);
         }
+
+        async fn disconnected(&self, id: JobId, _slot: &str, _startd_addr: &str) {
+            self.state.lock().unwrap().events.push((id, 22));
+        }
+
+        async fn reconnected(&self, id: JobId, _slot: &str, _startd_addr: &str) {
+            self.state.lock().unwrap().events.push((id, 23));
+        }
+
+        async fn lease_renewed(&self, _id: JobId) {}
     }
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -798,6 +956,9 @@ mod tests {
         Exits,
         /// The job runs; the startd stops answering keep-alives.
         GoesSilent,
+        /// The job runs; the startd answers keep-alives unless the test
+        /// made it silent ([`FakeStartd::silent`]).
+        Runs,
     }
 
     struct FakeStartd {
@@ -809,6 +970,7 @@ mod tests {
         alives: AtomicUsize,
         activated: Mutex<Vec<String>>,
         released: Mutex<Vec<String>>,
+        silent: std::sync::atomic::AtomicBool,
     }
 
     impl FakeStartd {
@@ -827,6 +989,7 @@ mod tests {
                 alives: AtomicUsize::new(0),
                 activated: Mutex::new(Vec::new()),
                 released: Mutex::new(Vec::new()),
+                silent: std::sync::atomic::AtomicBool::new(false),
             })
         }
 
@@ -872,7 +1035,15 @@ mod tests {
 
         async fn alive(&self, _claim_id: &str) -> Result<ClaimStatus, StartdError> {
             self.alives.fetch_add(1, Ordering::SeqCst);
-            Err(StartdError::Failed("connection refused".into()))
+            if self.run == RunBehaviour::GoesSilent || self.silent.load(Ordering::SeqCst) {
+                return Err(StartdError::Failed("connection refused".into()));
+            }
+            Ok(ClaimStatus {
+                slot: "slot1@execute".into(),
+                state: "Claimed".into(),
+                activity: "Busy".into(),
+                job_id: self.activated.lock().unwrap().last().cloned(),
+            })
         }
 
         async fn deactivate(&self, _claim_id: &str) -> Result<(), StartdError> {
@@ -1035,6 +1206,51 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_startd_silent_for_less_than_the_lease_is_a_disconnection_then_a_reconnection() {
+        let clock = ManualClock::frozen(1_000_000);
+        let shadows = shadows(&clock);
+        // JobLeaseDuration 60: a keep-alive every 20 s
+        let queue = FakeQueue::with_idle(&["9.0"], Some(60));
+        let startd = FakeStartd::new(&shadows, &queue, ClaimAnswer::Grant, RunBehaviour::Runs);
+        let task = spawn_claim(&shadows, &queue, &startd);
+        settle().await;
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 1);
+        // silent: disconnected (022) at the first failed keep-alive
+        startd.silent.store(true, Ordering::SeqCst);
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 2);
+        assert_eq!(queue.state(|s| s.events.clone()), [(job("9.0"), 22)]);
+        // tried again 8 s later (at the next tick), still silent
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 3);
+        // the next try is due 16 s after that, so at the next tick: the
+        // startd answers, reconnected (023)
+        startd.silent.store(false, Ordering::SeqCst);
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 4);
+        assert_eq!(
+            queue.state(|s| s.events.clone()),
+            [(job("9.0"), 22), (job("9.0"), 23)]
+        );
+        assert!(!task.is_finished());
+        assert!(queue.state(|s| s.ended.is_empty()), "the run goes on");
+        // the job ends by itself: completed once, the claim released
+        queue.complete(job("9.0"));
+        assert!(shadows.finish(CLAIM, RunResult::Reported { reusable: true }));
+        settle().await;
+        assert!(task.is_finished());
+        task.await.unwrap();
+        assert_eq!(queue.state(|s| s.completed.clone()), [job("9.0")]);
+        assert!(queue.state(|s| s.ended.is_empty()));
+        assert_eq!(startd.released(), [CLAIM]);
+    }
+
+    #[tokio::test]
     async fn a_startd_silent_for_the_whole_lease_loses_the_run() {
         let clock = ManualClock::frozen(1_000_000);
         let shadows = shadows(&clock);
@@ -1062,18 +1278,26 @@ mod tests {
         task.await.unwrap();
         assert_eq!(startd.alives(), 3);
         queue.state(|s| {
+            // a job with a lease: disconnected (022) at the first silence,
+            // tried again after HTCondor's back-off (8 s, 16 s), given up
+            // when the lease ran out (024), back to Idle
+            assert_eq!(s.events, [(job("9.0"), 22)]);
             let [(
                 j,
-                RunEnd::Failed {
-                    reason, permanent, ..
+                RunEnd::ReconnectFailed {
+                    reason,
+                    startd_name,
                 },
             )] = s.ended.as_slice()
             else {
-                panic!("one failed run expected, got {:?}", s.ended);
+                panic!("one failed reconnect expected, got {:?}", s.ended);
             };
             assert_eq!(*j, job("9.0"));
-            assert!(!permanent, "a retry may help");
-            assert!(reason.contains("has not answered for 60 s"), "{reason}");
+            assert_eq!(
+                reason,
+                "Job disconnected too long: JobLeaseDuration (60 seconds) expired"
+            );
+            assert_eq!(startd_name, "slot1@execute");
             assert_eq!(s.idle, [job("9.0")]);
             assert!(s.busy.is_empty());
         });

@@ -519,7 +519,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         "REQUEST_CLAIM_TIMEOUT",
         crate::runs::DEFAULT_CLAIM_TIMEOUT.as_secs(),
     )?);
+    shadows.reconnect_ceiling = Duration::from_secs(skua_daemon::context::knob_u64(
+        &ctx.config,
+        "RECONNECT_BACKOFF_CEILING",
+        300,
+    )?);
     let shadows = Arc::new(shadows);
+    // the runs to reconnect to are known before the starters can call
+    let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
     let shared = Shared {
         queue: QueueOwner::start(schedd).context("schedd: starting the queue's thread")?,
         changed: Arc::new(Notify::new()),
@@ -554,7 +561,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     shared
         .queue
         .send(move |q| q.schedd.set_submit_host(&submit_host));
-    crate::lease::release_interrupted(&shared).await;
+    crate::lease::start_reconnects(&shared, reconnects);
+    crate::lease::release_interrupted(&shared, releases).await;
 
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,

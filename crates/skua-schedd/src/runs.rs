@@ -29,6 +29,9 @@ pub(crate) enum RunResult {
     Reported { reusable: bool },
     /// The starter or the startd went away without a report.
     Lost(String),
+    /// The schedd could not reach the run within the job's lease (event
+    /// 024): the job goes back to Idle.
+    ReconnectFailed(String),
 }
 
 /// One job running (or starting) under a claim.
@@ -43,6 +46,10 @@ pub(crate) struct Run {
     pub failure: Option<ShadowFailure>,
     pub executing: bool,
     pub done: Option<oneshot::Sender<RunResult>>,
+    /// A run a restarted schedd is reconnecting to: true once the
+    /// reconnection is recorded (or given up), so that the job's exit,
+    /// if its starter sends it at once, is logged after event 023.
+    pub gate: Option<tokio::sync::watch::Receiver<bool>>,
     /// Asks the claim task to stop the job (rm, hold).
     pub vacate: Arc<Notify>,
 }
@@ -124,7 +131,16 @@ pub(crate) struct Shadows {
     pub as_user: AsUser,
     /// The daemon's clock: keep-alives, leases and claim deadlines.
     pub clock: Clock,
+    /// `RECONNECT_BACKOFF_CEILING`: the longest pause between two
+    /// reconnect attempts.
+    pub reconnect_ceiling: Duration,
+    /// The runs whose exit was recorded lately (claim id, job): a starter
+    /// that repeats an exit (its acknowledgement lost) is answered again.
+    finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
 }
+
+/// How many finished runs [`Shadows`] remembers.
+const FINISHED_KEPT: usize = 4096;
 
 /// HTCondor's `REQUEST_CLAIM_TIMEOUT` default: 30 minutes.
 pub(crate) const DEFAULT_CLAIM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -143,7 +159,25 @@ impl Shadows {
             uid_domain: String::new(),
             as_user: AsUser::new(),
             clock,
+            reconnect_ceiling: Duration::from_secs(300),
+            finished: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// Remembers that the exit of `job`'s run under `claim_id` was
+    /// recorded.
+    pub(crate) fn remember_finished(&self, claim_id: &str, job: JobId) {
+        let mut f = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        if f.len() >= FINISHED_KEPT {
+            f.pop_front();
+        }
+        f.push_back((claim_id.to_string(), job));
+    }
+
+    /// Whether the exit of `job`'s run under `claim_id` was recorded.
+    pub(crate) fn finished(&self, claim_id: &str, job: &str) -> bool {
+        let f = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        f.iter().any(|(c, j)| c == claim_id && j.to_string() == job)
     }
 
     pub(crate) fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {

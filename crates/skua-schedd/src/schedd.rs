@@ -858,6 +858,43 @@ impl Schedd {
         self.commit_as(txn, now, Sync::Relaxed)
     }
 
+    /// The schedd lost contact with the run of `id`: event 022.
+    pub fn disconnected(
+        &mut self,
+        id: JobId,
+        reason: &str,
+        startd_name: &str,
+        startd_addr: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self
+            .queue
+            .plan_disconnected(id, reason, startd_name, startd_addr, now)?;
+        self.commit(txn, now)
+    }
+
+    /// The schedd reached the run of `id` again: event 023.
+    pub fn reconnected(
+        &mut self,
+        id: JobId,
+        startd_name: &str,
+        startd_addr: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        // a starter has no address of its own: it is reached through its
+        // startd
+        let txn = self
+            .queue
+            .plan_reconnected(id, startd_name, startd_addr, startd_addr, now)?;
+        self.commit(txn, now)
+    }
+
+    /// The run's startd answered a keep-alive (`LastJobLeaseRenewal`).
+    pub fn lease_renewed(&mut self, id: JobId, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_lease_renewed(id, now)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
     /// Usage from the starter (peaks kept).
     pub fn usage(
         &mut self,

@@ -212,9 +212,40 @@ pub(crate) async fn output_file(
             serde_json_from_str(v)
                 .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
         })?;
+    if let Some(job) = meta.job_id.as_deref() {
+        let current = st
+            .shadows
+            .runs()
+            .get(&meta.claim_id)
+            .is_some_and(|r| r.job.to_string() == job);
+        if !current && st.shadows.finished(&meta.claim_id, job) {
+            // a repeat for a run already over (its starter did not hear
+            // the answer): taken and dropped
+            let mut sink = tokio::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .await
+                .map_err(|e| ApiError::internal(format!("/dev/null: {e}")))?;
+            skua_net::receive_into(
+                body,
+                &mut sink,
+                Path::new("/dev/null"),
+                skua_net::RECEIVE_IDLE_TIMEOUT,
+            )
+            .await?;
+            return Ok(Json(Ack {}));
+        }
+    }
     let (dest, job_ad) = {
         let runs = st.shadows.runs();
-        let run = runs.get(&meta.claim_id).ok_or_else(unknown_claim)?;
+        let run = runs
+            .get(&meta.claim_id)
+            .filter(|r| {
+                meta.job_id
+                    .as_deref()
+                    .is_none_or(|j| j == r.job.to_string())
+            })
+            .ok_or_else(unknown_claim)?;
         let dest = sandbox::output_path(&run.job_ad, &meta.name)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         (dest, run.job_ad.clone())
@@ -377,9 +408,37 @@ pub(crate) async fn exit(
     State(st): State<Shared>,
     Json(x): Json<JobExit>,
 ) -> Result<Json<Ack>, ApiError> {
+    // a run being reconnected: its reconnection is logged first (waited
+    // for a few seconds at most)
+    let gate = st
+        .shadows
+        .runs()
+        .get(&x.claim_id)
+        .and_then(|r| r.gate.clone());
+    if let Some(mut g) = gate {
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_secs(5), g.wait_for(|open| *open)).await;
+    }
+    let repeat = {
+        let runs = st.shadows.runs();
+        let run = runs
+            .get(&x.claim_id)
+            .filter(|r| x.job_id.as_deref().is_none_or(|j| j == r.job.to_string()));
+        let job = x.job_id.clone().or_else(|| run.map(|r| r.job.to_string()));
+        let over = run.is_none_or(|r| r.done.is_none());
+        over && job.is_some_and(|j| st.shadows.finished(&x.claim_id, &j))
+    };
+    if repeat {
+        // recorded already; its acknowledgement was lost
+        tracing::info!("a repeated exit report under a finished run: acknowledged again");
+        return Ok(Json(Ack {}));
+    }
     let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();
-        let run = runs.get_mut(&x.claim_id).ok_or_else(unknown_claim)?;
+        let run = runs
+            .get_mut(&x.claim_id)
+            .filter(|r| x.job_id.as_deref().is_none_or(|j| j == r.job.to_string()))
+            .ok_or_else(unknown_claim)?;
         // a short job's execution comes with its exit
         let executed = (x.executed && !run.executing).then(|| {
             run.executing = true;
@@ -470,6 +529,9 @@ pub(crate) async fn exit(
         }
     })
     .await;
+    if result.is_ok() {
+        st.shadows.remember_finished(&x.claim_id, job);
+    }
     st.changed.notify_one();
     if let Some(tx) = done {
         let _ = tx.send(RunResult::Reported { reusable });

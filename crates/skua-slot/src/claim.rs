@@ -222,6 +222,21 @@ impl Machine {
         }
     }
 
+    /// A schedd reconnected to claim `id` (`/startd/reconnect`): the lease
+    /// is renewed and the shadow's address recorded for the claim and its
+    /// running job.
+    pub fn reconnect(&mut self, id: &str, shadow_addr: &str, now: i64) {
+        self.renew(id, now);
+        if let Some((i, false)) = self.find_claim(id) {
+            if let Some(c) = self.slots[i].claim.as_mut() {
+                c.schedd_addr = shadow_addr.to_string();
+                if let Some(j) = c.job.as_mut() {
+                    j.shadow_addr = shadow_addr.to_string();
+                }
+            }
+        }
+    }
+
     /// Records the keep-alive interval the schedd announced for claim
     /// `id` (seconds; 0 or less: none).
     pub fn set_alive_interval(&mut self, id: &str, secs: i64) {

@@ -15,7 +15,7 @@ use classad::Expr;
 use skua_net::ApiError;
 use skua_proto::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,
-    DrainRequest, MatchNotice, ReleaseRequest, SlotStates, VacateRequest,
+    DrainRequest, MatchNotice, ReconnectRequest, ReleaseRequest, SlotStates, VacateRequest,
 };
 use tokio::sync::oneshot;
 
@@ -28,6 +28,8 @@ pub enum Request {
     Deactivate(DeactivateRequest),
     Release(ReleaseRequest),
     Alive(ClaimAlive),
+    /// A schedd finds its run again after a restart or a lost connection.
+    Reconnect(ReconnectRequest),
     Vacate(VacateRequest),
     Drain(DrainRequest),
 }

@@ -6,7 +6,8 @@ use skua_net::routing::post;
 use skua_net::{ApiError, Caller, Json, Routes, State};
 use skua_proto::{
     routes, Ack, ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus,
-    DeactivateRequest, DrainRequest, MatchNotice, ReleaseRequest, SlotStates, VacateRequest,
+    DeactivateRequest, DrainRequest, MatchNotice, ReconnectRequest, ReleaseRequest, SlotStates,
+    VacateRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -21,6 +22,7 @@ pub fn routes(events: mpsc::Sender<Event>) -> Routes {
         .command(&routes::STARTD_DEACTIVATE, post(deactivate_route))
         .command(&routes::STARTD_RELEASE, post(release_route))
         .command(&routes::STARTD_ALIVE, post(alive_route))
+        .command(&routes::STARTD_RECONNECT, post(reconnect_route))
         .command(&routes::STARTD_VACATE, post(vacate_route))
         .command(&routes::STARTD_DRAIN, post(drain_route))
         .with_state(Loop { events })
@@ -99,6 +101,17 @@ async fn alive_route(
     Json(req): Json<ClaimAlive>,
 ) -> Result<Json<ClaimStatus>, ApiError> {
     match ask(&st, &caller, Request::Alive(req)).await? {
+        Reply::Status(s) => Ok(Json(s)),
+        _ => Err(ApiError::internal("no claim status")),
+    }
+}
+
+async fn reconnect_route(
+    State(st): State<Loop>,
+    caller: Caller,
+    Json(req): Json<ReconnectRequest>,
+) -> Result<Json<ClaimStatus>, ApiError> {
+    match ask(&st, &caller, Request::Reconnect(req)).await? {
         Reply::Status(s) => Ok(Json(s)),
         _ => Err(ApiError::internal("no claim status")),
     }

@@ -116,7 +116,7 @@ impl Shell {
                 // slot, evaluated at once (every slot is at each
                 // POLLING_INTERVAL).
                 let (mutating, focus) = match &request {
-                    Request::Alive(_) => (false, None),
+                    Request::Alive(_) | Request::Reconnect(_) => (false, None),
                     Request::Activate(a) => (
                         true,
                         self.machine
@@ -402,6 +402,52 @@ impl Shell {
                     job_id,
                 }))
             }
+            Request::Reconnect(r) => {
+                let (slot, status, job_id) =
+                    self.machine.claim_status(&r.claim_id).map_err(|_| {
+                        tracing::info!("reconnect from {caller}: no such claim");
+                        ApiError::not_found("Claim not found at execution machine")
+                    })?;
+                // the job runs, or its starter (idle now) may still hold
+                // its results for the shadow
+                let held = self.starters.get(&slot).is_some_and(|st| {
+                    skua_slot::claim_ids_equal(&st.claim_id, &r.claim_id) && st.job_id == r.job_id
+                });
+                if job_id.as_deref() != Some(r.job_id.as_str()) && !held {
+                    tracing::info!(
+                        "reconnect from {caller}: job {} is not active under the claim",
+                        r.job_id
+                    );
+                    return Err(ApiError::not_found("Job not found at execution machine"));
+                }
+                self.machine.reconnect(&r.claim_id, &r.shadow_addr, now);
+                if let Some(st) = self.starters.get_mut(&slot) {
+                    let msg = skua_proto::StarterMessage::Shadow {
+                        shadow: skua_proto::ShadowMoved {
+                            claim_id: r.claim_id.clone(),
+                            job_id: r.job_id.clone(),
+                            shadow_addr: r.shadow_addr.clone(),
+                        },
+                    };
+                    if !st.send_message(&msg) {
+                        tracing::warn!(
+                            "{slot}: cannot pass the shadow's address to starter {}",
+                            st.pid
+                        );
+                    }
+                }
+                tracing::info!(
+                    "{slot}: job {} reconnected by {} ({caller})",
+                    r.job_id,
+                    r.shadow_addr
+                );
+                Ok(Reply::Status(ClaimStatus {
+                    slot,
+                    state: status.state.as_str().to_string(),
+                    activity: status.activity.as_str().to_string(),
+                    job_id,
+                }))
+            }
             Request::Release(r) => {
                 let actions = self
                     .machine
@@ -419,6 +465,8 @@ impl Shell {
         // wait for the next starter given the same pid
         let _ = std::fs::remove_file(self.setup.hold_file(pid));
         let abnormal = !status.is_some_and(|s| s.success());
+        let lost_shadow =
+            status.and_then(|s| s.code()) == Some(skua_proto::STARTER_EXIT_LOST_SHADOW);
         // Only the exit of the starter running the slot's job ends that
         // job; an idle starter, or one already replaced, leaves no job.
         let running = self
@@ -460,7 +508,24 @@ impl Shell {
                 );
             }
         }
-        let actions = self.machine.starter_exited(slot, now);
+        let mut actions = self.machine.starter_exited(slot, now);
+        if lost_shadow {
+            // the job's shadow stayed unreachable for its lease: the claim
+            // is over too, and the slot free
+            let claim = self
+                .machine
+                .slot(slot)
+                .and_then(|s| s.claim.as_ref())
+                .map(|c| c.id.clone());
+            if let Some(claim) = claim {
+                tracing::warn!(
+                    "{slot}: the starter lost its shadow for the job's lease: the claim is dropped"
+                );
+                if let Ok(more) = self.machine.release(&claim, now) {
+                    actions.extend(more);
+                }
+            }
+        }
         self.act(actions, now);
     }
 
@@ -717,6 +782,87 @@ mod tests {
         );
         shell.handle(exited).await;
         assert_ne!(state(&shell).0, "Claimed");
+    }
+
+    #[tokio::test]
+    async fn a_reconnect_finds_the_running_job_and_passes_the_shadows_address_to_its_starter() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // records every line it is sent
+        let lines = dir.path().join("lines");
+        let script = format!(
+            "while IFS= read -r l; do printf '%s\\n' \"$l\" >> {}; done",
+            lines.display()
+        );
+        let (mut shell, _events) = starting(manual.clock(), dir.path(), &script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        let reconnect = |claim: &str, job: &str| {
+            Request::Reconnect(skua_proto::ReconnectRequest {
+                claim_id: claim.into(),
+                job_id: job.into(),
+                shadow_addr: "<10.0.0.9:4242>".into(),
+            })
+        };
+        let e = ask(&mut shell, reconnect("claim-unknown-0123456789", "1.0"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.0.code, skua_proto::ErrorCode::NotFound);
+        assert_eq!(e.0.message, "Claim not found at execution machine");
+        let e = ask(&mut shell, reconnect(CLAIM, "1.1")).await.unwrap_err();
+        assert_eq!(e.0.code, skua_proto::ErrorCode::NotFound);
+        assert_eq!(e.0.message, "Job not found at execution machine");
+        // 50 s later (the lease is 60 s): found, the lease renewed
+        manual.advance(Duration::from_secs(50));
+        let Reply::Status(status) = ask(&mut shell, reconnect(CLAIM, "1.0")).await.unwrap() else {
+            panic!("a reconnect is answered with the claim's status");
+        };
+        assert_eq!(status.job_id.as_deref(), Some("1.0"));
+        let claim = shell.machine.slots[0].claim.as_ref().unwrap();
+        assert_eq!(claim.schedd_addr, "<10.0.0.9:4242>");
+        assert_eq!(claim.job.as_ref().unwrap().shadow_addr, "<10.0.0.9:4242>");
+        manual.advance(Duration::from_secs(50));
+        shell.handle(poll()).await;
+        assert_eq!(state(&shell), ("Claimed", "Busy"), "the lease was renewed");
+        // the starter got its job, then the shadow's new address
+        let want = "\"shadow\":{\"claim_id\":\"claim-0123456789abcdef\",\"job_id\":\"1.0\",\"shadow_addr\":\"<10.0.0.9:4242>\"}";
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = std::fs::read_to_string(&lines).unwrap_or_default();
+            if got.lines().count() >= 2 {
+                assert!(got.lines().nth(1).unwrap().contains(want), "{got}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the starter got: {got}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_starter_that_lost_its_shadow_for_the_lease_frees_the_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let manual = ManualClock::frozen(1_000_000);
+        // gives its job up at once, as after a lease without its shadow
+        let script = format!(
+            "read -r spec; exit {}",
+            skua_proto::STARTER_EXIT_LOST_SHADOW
+        );
+        let (mut shell, mut events) = starting(manual.clock(), dir.path(), &script);
+        match_and_claim(&mut shell).await;
+        ask(&mut shell, activate("1.0")).await.unwrap();
+        let exited = next(&mut events).await;
+        assert!(matches!(&exited, Event::StarterExited { .. }), "{exited:?}");
+        shell.handle(exited).await;
+        // the claim is over: not Claimed/Idle waiting for a next job
+        assert_ne!(state(&shell).0, "Claimed");
+        let alive = Request::Alive(ClaimAlive {
+            claim_id: CLAIM.into(),
+        });
+        let gone = ask(&mut shell, alive).await.unwrap_err();
+        assert_eq!(gone.0.code, skua_proto::ErrorCode::NotFound);
     }
 
     #[tokio::test]

@@ -33,6 +33,9 @@ pub struct Starter {
     pub claim_id: String,
     /// A job is running (false: the starter reported it done and waits).
     pub busy: bool,
+    /// The job it was last given (`"C.P"`): while idle, it may still hold
+    /// that job's results for a shadow it cannot reach.
+    pub job_id: String,
     /// The next jobs' specs; dropping it closes the starter's standard
     /// input, which ends an idle starter (and kills a busy one's job).
     input: mpsc::UnboundedSender<Vec<u8>>,
@@ -49,7 +52,17 @@ impl Starter {
             return false;
         }
         self.busy = true;
+        self.job_id = spec.job_id.clone();
         true
+    }
+
+    /// Passes the shadow's new address to the starter.
+    pub fn send_message(&mut self, msg: &skua_proto::StarterMessage) -> bool {
+        let Ok(mut doc) = serde_json::to_vec(msg) else {
+            return false;
+        };
+        doc.push(b'\n');
+        self.input.send(doc).is_ok()
     }
 }
 
@@ -341,6 +354,7 @@ pub async fn spawn(
         pid,
         claim_id: spec.claim_id.clone(),
         busy: false,
+        job_id: spec.job_id.clone(),
         input,
     };
     if !starter.send(spec) {

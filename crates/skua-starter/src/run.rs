@@ -17,8 +17,8 @@ use skua_daemon::DaemonContext;
 use skua_net::Client;
 use skua_proto::{
     routes, Ack, BeginReply, EntryKind, InputFileRequest, JobExit, JobUpdate, OutputFileMeta,
-    RunOutcome, ShadowBegin, StarterDone, StarterSpec, UpdateKind, STDERR_NAME, STDOUT_NAME,
-    TRANSFER_HEADER,
+    RunOutcome, ShadowBegin, ShadowMoved, StarterDone, StarterMessage, StarterSpec, UpdateKind,
+    STARTER_EXIT_LOST_SHADOW, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
 };
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
@@ -40,6 +40,9 @@ enum Request {
     Suspend,
     /// SIGUSR2.
     Continue,
+    /// The startd passed on the shadow's new address (a schedd's
+    /// reconnect): [`Inbox::moved`].
+    Reconnect,
 }
 
 /// The signals the starter listens to. Registered before anything else,
@@ -67,20 +70,23 @@ impl Signals {
 /// [`StarterSpec`] per activation, and its end (the startd closed our
 /// standard input: it is gone, or the claim is over).
 pub struct Inbox {
-    specs: mpsc::UnboundedReceiver<StarterSpec>,
+    specs: mpsc::UnboundedReceiver<StarterMessage>,
     /// A spec that arrived while a job was running (the startd sends one
     /// only to an idle starter; kept rather than lost).
     pending: Option<StarterSpec>,
+    /// The shadow's latest address, passed on by the startd.
+    moved: Option<ShadowMoved>,
     closed: bool,
 }
 
 impl Inbox {
     /// The specs as the startd sends them; the channel's end is the end of
     /// standard input.
-    pub fn new(specs: mpsc::UnboundedReceiver<StarterSpec>) -> Inbox {
+    pub fn new(specs: mpsc::UnboundedReceiver<StarterMessage>) -> Inbox {
         Inbox {
             specs,
             pending: None,
+            moved: None,
             closed: false,
         }
     }
@@ -96,7 +102,11 @@ async fn next_request(signals: &mut Signals, inbox: &mut Inbox) -> Request {
             _ = signals.usr1.recv() => return Request::Suspend,
             _ = signals.usr2.recv() => return Request::Continue,
             spec = inbox.specs.recv(), if !inbox.closed => match spec {
-                Some(spec) => inbox.pending = Some(spec),
+                Some(StarterMessage::Job(spec)) => inbox.pending = Some(spec),
+                Some(StarterMessage::Shadow { shadow }) => {
+                    inbox.moved = Some(shadow);
+                    return Request::Reconnect;
+                }
                 None => {
                     inbox.closed = true;
                     return Request::Kill { startd_gone: true };
@@ -118,7 +128,12 @@ async fn next_job(signals: &mut Signals, inbox: &mut Inbox) -> Option<StarterSpe
             _ = signals.quit.recv() => return None,
             _ = signals.usr1.recv() => {}
             _ = signals.usr2.recv() => {}
-            spec = inbox.specs.recv(), if !inbox.closed => return spec,
+            msg = inbox.specs.recv(), if !inbox.closed => match msg {
+                Some(StarterMessage::Job(spec)) => return Some(spec),
+                // no job runs: nothing to send anywhere
+                Some(StarterMessage::Shadow { .. }) => {}
+                None => return None,
+            },
         }
     }
 }
@@ -229,7 +244,7 @@ pub async fn run(
     // one worker per account for the whole claim, not one per job
     let as_user = AsUser::new();
     loop {
-        let (acked, more) = run_job(
+        let (acked, more, lost) = run_job(
             &ctx,
             &as_user,
             &spec,
@@ -239,6 +254,9 @@ pub async fn run(
             &mut done,
         )
         .await?;
+        if lost {
+            return Ok(STARTER_EXIT_LOST_SHADOW);
+        }
         if !more || !acked {
             return Ok(if acked { 0 } else { 1 });
         }
@@ -250,7 +268,8 @@ pub async fn run(
 }
 
 /// Runs one job: from the spec to the shadow's acknowledgement of its
-/// exit. Returns (acknowledged, the starter may take another job).
+/// exit. Returns (acknowledged, the starter may take another job, the
+/// job was given up because the shadow stayed unreachable for its lease).
 async fn run_job(
     ctx: &DaemonContext,
     as_user: &AsUser,
@@ -259,7 +278,7 @@ async fn run_job(
     inbox: &mut Inbox,
     client: &mut Option<(String, Client)>,
     done: &mut impl FnMut(&StarterDone) -> bool,
-) -> anyhow::Result<(bool, bool)> {
+) -> anyhow::Result<(bool, bool, bool)> {
     let job = classad::parse_ad(&spec.job_ad).context("parsing the job ad")?;
     let slot = classad::parse_ad(&spec.slot_ad).context("parsing the slot ad")?;
     let slot_name = plan::string_attr(&slot, "Name").unwrap_or_default();
@@ -275,8 +294,16 @@ async fn run_job(
     let pgid_file = Path::new(&spec.execute_dir).join(format!("dir_{}.pgid", std::process::id()));
     tracing::info!(job = %spec.job_id, slot = %slot_name, scratch = %scratch.display(), "starting the job");
 
+    let lease = job_lease(&job);
     let mut starter = Starter {
+        ctx,
         spec,
+        lease,
+        last_contact: ctx.clock.now(),
+        lost_since: None,
+        lost_shadow: false,
+        stop_asked: false,
+        shadow_addr: spec.shadow_addr.clone(),
         job,
         slot,
         slot_name,
@@ -313,6 +340,12 @@ async fn run_job(
     };
     remove_scratch(&scratch).await;
     let _ = std::fs::remove_file(&pgid_file);
+    if starter.lost_shadow {
+        // the job was killed: nothing is reported to anyone
+        tracing::warn!(job = %spec.job_id, "the job was given up: its shadow stayed unreachable for its lease");
+        *client = None;
+        return Ok((false, false, true));
+    }
     tracing::info!(job = %spec.job_id, ?outcome, "the job's run is over");
     // A job that ended by itself leaves the claim ready for the next one;
     // a vacated or killed one ends the starter (the startd waits for that).
@@ -331,7 +364,39 @@ async fn run_job(
         outcome,
         usage,
         executed: starter.spawned && !starter.executing_reported,
+        job_id: Some(spec.job_id.clone()),
     };
+    if starter.lease.is_some() {
+        // with a lease: the exit is kept until the shadow takes it, or
+        // the lease runs out
+        loop {
+            match starter
+                .client
+                .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit))
+                .await
+            {
+                Ok(_) => {
+                    starter.contact_ok();
+                    *client = Some((starter.shadow_addr.clone(), starter.client.clone()));
+                    return Ok((true, more, false));
+                }
+                Err(e) if is_transient(&e) => {
+                    starter.contact_lost(&e);
+                    if !starter.await_shadow().await {
+                        *client = None;
+                        if starter.lost_shadow {
+                            return Ok((false, false, true));
+                        }
+                        return Ok((false, false, false));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(job = %spec.job_id, error = %e, "the shadow refused the job's exit");
+                    return Ok((false, false, false));
+                }
+            }
+        }
+    }
     let mut last_err = None;
     for attempt in 0..3 {
         if attempt > 0 {
@@ -342,7 +407,7 @@ async fn run_job(
             .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit))
             .await
         {
-            Ok(_) => return Ok((true, more)),
+            Ok(_) => return Ok((true, more, false)),
             Err(e) => {
                 let retry = matches!(
                     e.code(),
@@ -358,7 +423,28 @@ async fn run_job(
     if let Some(e) = last_err {
         tracing::error!(job = %spec.job_id, error = %e, "the shadow did not acknowledge the job's exit");
     }
-    Ok((false, false))
+    Ok((false, false, false))
+}
+
+/// The job's `JobLeaseDuration`, when defined and positive.
+fn job_lease(job: &ClassAd) -> Option<Duration> {
+    match classad::Evaluator::default().eval_attr("JobLeaseDuration", job, None) {
+        classad::Value::Int(n) if n > 0 => Some(Duration::from_secs(n.unsigned_abs())),
+        classad::Value::Real(r) if r.is_finite() && r >= 1.0 => Some(Duration::from_secs(r as u64)),
+        _ => None,
+    }
+}
+
+/// Whether a call to the shadow failed on the way (refused, reset, timed
+/// out) rather than being answered with an error.
+fn is_transient(e: &skua_net::NetError) -> bool {
+    match e.remote() {
+        None => true,
+        Some(b) => matches!(
+            b.code,
+            skua_proto::ErrorCode::Unavailable | skua_proto::ErrorCode::Timeout
+        ),
+    }
 }
 
 async fn remove_scratch(dir: &Path) {
@@ -398,7 +484,22 @@ async fn remove_scratch(dir: &Path) {
 }
 
 struct Starter<'a> {
+    ctx: &'a DaemonContext,
     spec: &'a StarterSpec,
+    /// The job's `JobLeaseDuration` (`None`: no reconnect; a lost shadow
+    /// ends the run as before).
+    lease: Option<Duration>,
+    /// The last call the shadow answered (the daemon's clock).
+    last_contact: std::time::SystemTime,
+    /// Since when the shadow does not answer.
+    lost_since: Option<std::time::SystemTime>,
+    /// The lease ran out without the shadow: the job was given up.
+    lost_shadow: bool,
+    /// The startd asked the starter to stop while it waited for the
+    /// shadow: it waits no more.
+    stop_asked: bool,
+    /// Where the shadow is (changed by a reconnect).
+    shadow_addr: String,
     job: ClassAd,
     slot: ClassAd,
     slot_name: String,
@@ -436,6 +537,139 @@ struct Running {
 }
 
 impl Starter<'_> {
+    /// The shadow answered a call.
+    fn contact_ok(&mut self) {
+        let now = self.ctx.clock.now();
+        if let Some(since) = self.lost_since.take() {
+            let secs = now.duration_since(since).unwrap_or_default().as_secs();
+            tracing::info!("Recovered connection to shadow after {secs} seconds");
+        }
+        self.last_contact = now;
+    }
+
+    /// A call to the shadow failed on the way. With a lease, the starter
+    /// is disconnected from now (logged once).
+    fn contact_lost(&mut self, e: &skua_net::NetError) {
+        let Some(lease) = self.lease else {
+            return;
+        };
+        if self.lost_since.is_some() {
+            return;
+        }
+        let now = self.ctx.clock.now();
+        self.lost_since = Some(now);
+        let ago = now.duration_since(self.last_contact).unwrap_or_default();
+        let left = lease.saturating_sub(ago);
+        tracing::warn!(
+            error = %e,
+            "Lost connection to shadow, last activity was {} secs ago, waiting {} secs for reconnect",
+            ago.as_secs(),
+            left.as_secs()
+        );
+    }
+
+    /// What is left of the lease since the last answered call.
+    fn lease_left(&self) -> Duration {
+        let lease = self.lease.unwrap_or_default();
+        let since = self
+            .ctx
+            .clock
+            .now()
+            .duration_since(self.last_contact)
+            .unwrap_or_default();
+        lease.saturating_sub(since)
+    }
+
+    /// The pause before the next try while disconnected: doubling from a
+    /// second, at most a quarter of the lease (and 30 s).
+    fn retry_pause(&self) -> Duration {
+        let lost_for = self
+            .lost_since
+            .and_then(|t| self.ctx.clock.now().duration_since(t).ok())
+            .unwrap_or_default();
+        let cap = (self.lease.unwrap_or_default() / 4)
+            .clamp(Duration::from_secs(1), Duration::from_secs(30));
+        lost_for
+            .max(Duration::from_secs(1))
+            .min(cap)
+            .min(self.lease_left().max(Duration::from_millis(100)))
+    }
+
+    /// The lease ran out while disconnected: logged, and the run is given
+    /// up.
+    fn give_up(&mut self) {
+        let secs = self
+            .ctx
+            .clock
+            .now()
+            .duration_since(self.last_contact)
+            .unwrap_or_default()
+            .as_secs();
+        tracing::error!("No reconnect from shadow for {secs} seconds, aborting job execution!");
+        self.lost_shadow = true;
+    }
+
+    /// Takes the shadow's new address the startd passed on.
+    fn take_new_address(&mut self) {
+        let Some(moved) = self.inbox.moved.take() else {
+            return;
+        };
+        if moved.claim_id != self.spec.claim_id || moved.job_id != self.spec.job_id {
+            return;
+        }
+        if moved.shadow_addr != self.shadow_addr {
+            match self
+                .ctx
+                .client_at(&moved.shadow_addr, self.settings.shadow_timeout)
+            {
+                Ok(c) => {
+                    tracing::info!(addr = %moved.shadow_addr, "the shadow moved");
+                    self.client = c;
+                    self.shadow_addr = moved.shadow_addr;
+                }
+                Err(e) => tracing::warn!(error = %e, "the shadow's new address"),
+            }
+        }
+    }
+
+    /// Disconnected, between two tries of a call that must get through
+    /// (outputs, exit): waits for the pause, or for the shadow's new
+    /// address. False when the run is given up (the lease ran out, or the
+    /// startd wants the starter gone).
+    async fn await_shadow(&mut self) -> bool {
+        if self.stop_asked {
+            return false;
+        }
+        if self.lease_left().is_zero() {
+            self.give_up();
+            return false;
+        }
+        let pause = self.retry_pause();
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            req = next_request(self.signals, self.inbox) => match req {
+                Request::Reconnect => self.take_new_address(),
+                Request::Kill { startd_gone } => {
+                    self.startd_gone |= startd_gone;
+                    self.stop_asked = true;
+                    tracing::info!("asked to stop while waiting for the shadow");
+                    return false;
+                }
+                Request::Vacate => {
+                    self.stop_asked = true;
+                    tracing::info!("asked to stop while waiting for the shadow");
+                    return false;
+                }
+                Request::Suspend | Request::Continue => {}
+            },
+        }
+        if self.lease_left().is_zero() {
+            self.give_up();
+            return false;
+        }
+        true
+    }
+
     /// Everything from the scratch directory to the outputs; the outcome
     /// to report.
     async fn go(&mut self) -> Result<RunOutcome, Failure> {
@@ -497,6 +731,7 @@ impl Starter<'_> {
                         });
                     }
                     Request::Suspend | Request::Continue => {}
+                    Request::Reconnect => self.take_new_address(),
                 },
             }
         }
@@ -521,6 +756,11 @@ impl Starter<'_> {
         self.spawned = true;
 
         let ending = self.supervise(&mut running).await;
+        // stopped at the startd's request: its report is not worth holding
+        // for the lease (the startd waits for the starter to go)
+        if matches!(ending, Ending::Vacated | Ending::Killed) {
+            self.stop_asked = true;
+        }
         // No process of the job survives it.
         let _ = killpg(running.pgid, Signal::SIGKILL);
         crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
@@ -557,7 +797,24 @@ impl Starter<'_> {
             ),
         };
         if send_outputs && !shared_fs {
-            if let Some(reason) = self.send_outputs(&baseline, executable.as_deref()).await? {
+            let sent = loop {
+                match self.send_outputs(&baseline, executable.as_deref()).await {
+                    Ok(sent) => break sent,
+                    Err(OutputError::Lost(e)) if self.lease.is_some() => {
+                        // the results stay in the scratch directory until
+                        // the shadow takes them
+                        self.contact_lost(&e);
+                        if !self.await_shadow().await {
+                            return Err(Failure::retry(format!("sending the outputs: {e}")));
+                        }
+                    }
+                    Err(OutputError::Lost(e)) => {
+                        return Err(Failure::retry(format!("sending the outputs: {e}")))
+                    }
+                    Err(OutputError::Failed(f)) => return Err(f),
+                }
+            };
+            if let Some(reason) = sent {
                 // HTCondor holds a job whose named output is missing
                 // (HoldReasonCode 12, the errno as subcode).
                 tracing::info!(%reason, "an output file the job names is missing; the job is held");
@@ -873,7 +1130,10 @@ impl Starter<'_> {
         tokio::pin!(call);
         tokio::select! {
             r = &mut call => match r {
-                Ok(_) => None,
+                Ok(_) => {
+                    self.contact_ok();
+                    None
+                }
                 // The shadow gave this run up (its schedd restarted, or
                 // declared the claim lost when the startd stopped
                 // answering): the job may already run elsewhere, so this
@@ -883,7 +1143,11 @@ impl Starter<'_> {
                     Some(Request::Kill { startd_gone: false })
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+                    if is_transient(&e) && self.lease.is_some() {
+                        self.contact_lost(&e);
+                    } else {
+                        tracing::warn!(error = %e, ?kind, "the shadow did not take an update");
+                    }
                     None
                 }
             },
@@ -896,7 +1160,14 @@ impl Starter<'_> {
 
     /// Waits for the job, serving updates and signals.
     async fn supervise(&mut self, running: &mut Running) -> Ending {
-        let interval = self.settings.update_interval;
+        // with a lease, the shadow hears from the starter at least three
+        // times per lease, so a lost connection is seen in time
+        let mut interval = self.settings.update_interval;
+        if let Some(lease) = self.lease {
+            interval = interval.min((lease / 3).max(Duration::from_secs(1)));
+        }
+        // the next try to reach a lost shadow
+        let mut retry_at: Option<tokio::time::Instant> = None;
         let mut updates =
             tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let sample_every = interval.min(Duration::from_secs(2));
@@ -910,9 +1181,26 @@ impl Starter<'_> {
         // a request that interrupted an update
         let mut pending: Option<Request> = None;
         loop {
+            match (self.lost_since.is_some(), retry_at) {
+                (true, None) => {
+                    retry_at = Some(tokio::time::Instant::now() + self.retry_pause());
+                }
+                (false, Some(_)) => retry_at = None,
+                _ => {}
+            }
             let req = match pending.take() {
                 Some(req) => req,
                 None => tokio::select! {
+                    _ = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
+                        retry_at = None;
+                        if self.lease_left().is_zero() {
+                            self.give_up();
+                            hard_kill(running).await;
+                            return Ending::Killed;
+                        }
+                        pending = self.update_or_request(UpdateKind::Usage).await;
+                        continue;
+                    }
                     status = running.child.wait() => {
                         return match status {
                             Ok(s) => Ending::Exited(s),
@@ -963,6 +1251,13 @@ impl Starter<'_> {
                     pending = self.update_or_request(UpdateKind::Unsuspended).await;
                 }
                 Request::Suspend | Request::Continue => {}
+                Request::Reconnect => {
+                    self.take_new_address();
+                    if self.lost_since.is_some() {
+                        retry_at = None;
+                        pending = self.update_or_request(UpdateKind::Usage).await;
+                    }
+                }
                 Request::Kill { startd_gone } => {
                     self.startd_gone |= startd_gone;
                     hard_kill(running).await;
@@ -1005,10 +1300,10 @@ impl Starter<'_> {
     /// Sends the outputs back. `Some(reason)`: a file named in
     /// `TransferOutput` does not exist (the others were sent).
     async fn send_outputs(
-        &self,
+        &mut self,
         baseline: &BTreeMap<String, Stamp>,
         executable: Option<&str>,
-    ) -> Result<Option<String>, Failure> {
+    ) -> Result<Option<String>, OutputError> {
         let mut missing: Vec<String> = Vec::new();
         let mut names: Vec<String> = match plan::string_attr(&self.job, "TransferOutput") {
             Some(list) => {
@@ -1036,7 +1331,7 @@ impl Starter<'_> {
             }
         }
         for name in names {
-            self.send_output(&name).await.map_err(Failure::retry)?;
+            self.send_output(&name).await?;
         }
         Ok(missing.first().map(|item| {
             format!(
@@ -1046,7 +1341,7 @@ impl Starter<'_> {
         }))
     }
 
-    async fn send_output(&self, name: &str) -> Result<(), String> {
+    async fn send_output(&mut self, name: &str) -> Result<(), OutputError> {
         let path = self.scratch.join(name);
         // with the job's rights: a link to a file it may not read sends
         // nothing
@@ -1055,20 +1350,23 @@ impl Starter<'_> {
             .as_user
             .run_async(&self.rights(), move || std::fs::File::open(&p))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("cannot open output {name}: {e}"))?;
+            .map_err(|e| OutputError::failed(e.to_string()))?
+            .map_err(|e| OutputError::failed(format!("cannot open output {name}: {e}")))?;
         let file = tokio::fs::File::from_std(file);
         let meta = file
             .metadata()
             .await
-            .map_err(|e| format!("cannot inspect output {name}: {e}"))?;
+            .map_err(|e| OutputError::failed(format!("cannot inspect output {name}: {e}")))?;
         let header = OutputFileMeta {
             claim_id: self.spec.claim_id.clone(),
             name: name.to_string(),
             mode: meta.mode() & 0o777,
+            job_id: Some(self.spec.job_id.clone()),
         };
-        let header = serde_json::to_string(&header).map_err(|e| e.to_string())?;
-        self.client
+        let header =
+            serde_json::to_string(&header).map_err(|e| OutputError::failed(e.to_string()))?;
+        match self
+            .client
             .upload::<Ack>(
                 &routes::SHADOW_OUTPUT_FILE,
                 (TRANSFER_HEADER, header),
@@ -1076,9 +1374,27 @@ impl Starter<'_> {
                 meta.len(),
             )
             .await
-            .map_err(|e| format!("sending output {name}: {e}"))?;
+        {
+            Ok(_) => self.contact_ok(),
+            Err(e) if is_transient(&e) => return Err(OutputError::Lost(e)),
+            Err(e) => return Err(OutputError::failed(format!("sending output {name}: {e}"))),
+        }
         tracing::debug!(file = %name, bytes = meta.len(), "output sent");
         Ok(())
+    }
+}
+
+/// Why the outputs did not all reach the shadow.
+enum OutputError {
+    /// The shadow could not be reached (refused, reset, timed out).
+    Lost(skua_net::NetError),
+    /// Anything else: the run fails.
+    Failed(Failure),
+}
+
+impl OutputError {
+    fn failed(reason: String) -> OutputError {
+        OutputError::Failed(Failure::retry(reason))
     }
 }
 

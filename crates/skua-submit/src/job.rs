@@ -820,8 +820,20 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ad.int("MaxHosts", 1);
         ad.int("MinHosts", 1);
     }
-    if !ad.has("JobLeaseDuration") && !local_like {
-        ad.int("JobLeaseDuration", 2400);
+    // condor_submit's JOB_DEFAULT_LEASE_DURATION (2400 s) for a job that
+    // may reconnect; `job_lease_duration = 0` (or a default of 0) leaves it
+    // undefined (no reconnect: the job is rerun when its schedd restarts).
+    let no_lease = match ctx.get(&["job_lease_duration"])? {
+        Some(c) => matches!(
+            parse_expr(&c.value).map(|e| classad::eval(&e)),
+            Ok(Value::Int(0))
+        ),
+        None => false,
+    };
+    if no_lease {
+        ad.0.remove("JobLeaseDuration");
+    } else if !ad.has("JobLeaseDuration") && !local_like && opts.default_lease_duration > 0 {
+        ad.int("JobLeaseDuration", opts.default_lease_duration);
     }
     if !ad.has("Rank") {
         ad.real("Rank", 0.0);

@@ -90,6 +90,9 @@ pub struct SubmitOptions {
     pub default_request_cpus: String,
     /// The universe used when the file names none (`DEFAULT_UNIVERSE`).
     pub default_universe: String,
+    /// `JOB_DEFAULT_LEASE_DURATION` (seconds, 2400): the `JobLeaseDuration`
+    /// of a job whose file sets no `job_lease_duration` (0: none).
+    pub default_lease_duration: i64,
     /// Seed for `$RANDOM_CHOICE` / `$RANDOM_INTEGER`.
     pub random_seed: u64,
 }
@@ -122,6 +125,7 @@ impl SubmitOptions {
                 .to_string(),
             default_request_cpus: "1".to_string(),
             default_universe: "vanilla".to_string(),
+            default_lease_duration: 2400,
             random_seed: now as u64,
         }
     }

@@ -58,6 +58,10 @@ const CASES: &[(&str, &str, &str)] = &[
     ("executable = /bin/sleep\nqueue\n", "ClusterId", "42"),
     ("executable = /bin/sleep\nqueue\n", "NumJobStarts", "0"),
     ("executable = /bin/sleep\nqueue\n", "JobUniverse", "5"),
+    // the job lease: condor_submit's default, the user's value, 0 = none
+    ("executable = /bin/sleep\nqueue\n", "JobLeaseDuration", "2400"),
+    ("executable = /bin/sleep\njob_lease_duration = 5\nqueue\n", "JobLeaseDuration", "5"),
+    ("executable = /bin/sleep\njob_lease_duration = 0\nqueue\n", "JobLeaseDuration", "<absent>"),
     ("executable = /bin/sleep\nqueue\n", "In", "\"/dev/null\""),
     ("executable = /bin/sleep\nqueue\n", "FileSystemDomain", "\"fs.example\""),
     // arguments
@@ -380,4 +384,23 @@ proptest! {
         o.max_jobs_per_submission = Some(500);
         let _ = submit(&lines.join("\n"), &files(), &o);
     }
+}
+
+#[test]
+fn job_default_lease_duration_sets_the_lease_of_jobs_that_name_none() {
+    let lease = |default: i64, text: &str| {
+        let mut o = opts();
+        o.default_lease_duration = default;
+        let s = submit(text, &files(), &o).unwrap();
+        attr(&s.clusters[0].jobs[0], "JobLeaseDuration")
+    };
+    assert_eq!(lease(600, "executable = /bin/sleep\nqueue\n"), "600");
+    assert_eq!(lease(0, "executable = /bin/sleep\nqueue\n"), "<absent>");
+    assert_eq!(
+        lease(
+            0,
+            "executable = /bin/sleep\njob_lease_duration = 20\nqueue\n"
+        ),
+        "20"
+    );
 }

@@ -492,6 +492,7 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
     let jobs = SubmitBuilder::new("/bin/sh")
         .arguments(&script.display().to_string())
         .set("job_lease_duration", "600")
+        .set("log", "job.log")
         .requests(1, 1)
         .job_ads(&user, 1, 0, &work.display().to_string())
         .unwrap();
@@ -548,11 +549,154 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
     })
     .await
     .unwrap();
+    // the user log tells it: disconnected (022), then the reconnection
+    // failed when the lease ran out (024); the job is Idle, not held
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    assert!(
+        log.contains("Job disconnected, attempting to reconnect\n    Socket between submit and execute hosts closed unexpectedly\n    Trying to reconnect to slot1@"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Job reconnection failed\n    Job disconnected too long: JobLeaseDuration (600 seconds) expired\n    Can not reconnect to slot1@"),
+        "{log}"
+    );
+    assert!(!log.contains("Job reconnected"), "{log}");
     // healed: it runs again, this time to completion, two starts in all
     pool.faults.heal();
     let ad = finished(&pool, &user, cluster).await;
     assert_eq!(int(&ad, "JobStatus"), Some(4));
     assert_eq!(int(&ad, "ExitCode"), Some(0));
     assert_eq!(int(&ad, "NumJobStarts"), Some(2));
+    pool.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cut_off_for_less_than_its_lease_reconnects_and_completes_once() {
+    let pool = pool("lease-reconnect").await;
+    let user = submitter(&pool);
+    let work = pool.dir.join("work");
+    common::user_dir(&work);
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    // the job waits for the test's word, then exits 5
+    let go = work.join("go");
+    let tag = format!("lease-reconnect-{}", std::process::id());
+    let script = work.join(format!("{tag}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "while [ ! -e {go} ]; do sleep 0.1; done\nexit 5\n",
+            go = go.display()
+        ),
+    )
+    .unwrap();
+    let jobs = SubmitBuilder::new("/bin/sh")
+        .arguments(&script.display().to_string())
+        .set("job_lease_duration", "600")
+        .set("log", "job.log")
+        .requests(1, 1)
+        .job_ads(&user, 1, 0, &work.display().to_string())
+        .unwrap();
+    let cluster = pool.submit(&user, &jobs).await.unwrap();
+    pool.wait_for("the job executing", Duration::from_secs(30), || async {
+        let job = queued(&pool, &user, cluster).await?;
+        (running_with(&tag) && int(&job, "NumJobStarts") == Some(1)).then_some(())
+    })
+    .await
+    .unwrap();
+    let log = || std::fs::read_to_string(work.join("job.log")).unwrap_or_default();
+    // cut: the schedd's keep-alives fail, it is disconnected (022)
+    pool.faults.cut("SCHEDD", "STARTD");
+    pool.advance(Duration::from_secs(60));
+    pool.wait_for("the disconnection", Duration::from_secs(20), || async {
+        log()
+            .contains("Job disconnected, attempting to reconnect")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    let job = queued(&pool, &user, cluster).await.unwrap();
+    assert_eq!(int(&job, "JobStatus"), Some(2), "still Running");
+    assert!(int(&job, "JobDisconnectedDate").is_some());
+    assert!(running_with(&tag), "the job keeps running");
+    // healed within the lease: the next try (HTCondor's back-off: 8 s)
+    // reaches the startd (023)
+    pool.faults.heal();
+    pool.advance(Duration::from_secs(10));
+    pool.wait_for("the reconnection", Duration::from_secs(20), || async {
+        log().contains("Job reconnected to slot1@").then_some(())
+    })
+    .await
+    .unwrap();
+    let job = queued(&pool, &user, cluster).await.unwrap();
+    assert_eq!(int(&job, "NumJobReconnects"), Some(1));
+    assert_eq!(int(&job, "JobDisconnectedDate"), None);
+    // the job ends: once, with its exit code
+    std::fs::write(&go, "").unwrap();
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "JobStatus"), Some(4));
+    assert_eq!(int(&ad, "ExitCode"), Some(5));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(1));
+    let log = log();
+    assert_eq!(log.matches("Job executing on host").count(), 1, "{log}");
+    assert_eq!(log.matches("Job terminated").count(), 1, "{log}");
+    assert!(!log.contains("Job was evicted"), "{log}");
+    pool.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_exit_report_is_acknowledged_and_the_job_completes_once() {
+    // the fake starter holds the job; the test speaks for it to the shadow
+    let pool = PoolBuilder::new("repeat-exit")
+        .fake_starter(StarterMode::Hold)
+        .start()
+        .await
+        .unwrap();
+    let fake = pool.fake_starter.clone().unwrap();
+    let user = submitter(&pool);
+    let cluster = submit_exit(&pool, &user, 0).await;
+    let (_, _, spec) = pool
+        .wait_for("the starter's spec", Duration::from_secs(30), || async {
+            fake.specs().pop()
+        })
+        .await
+        .unwrap();
+    let spec: StarterSpec = serde_json::from_str(&spec).unwrap();
+    let shadow = pool.daemon_client("SCHEDD").unwrap();
+    let exit = |job_id: &str| skua_proto::JobExit {
+        claim_id: spec.claim_id.clone(),
+        outcome: skua_proto::RunOutcome::Exited { code: 9 },
+        usage: skua_proto::JobUsage::default(),
+        executed: true,
+        job_id: Some(job_id.to_string()),
+    };
+    // another job's report under this claim is refused
+    let other = format!("{cluster}.7");
+    let e = shadow
+        .command::<_, Ack>(&routes::SHADOW_EXIT, Some(&exit(&other)))
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "{e}");
+    // the report, then its repeat (the first answer lost): both
+    // acknowledged, recorded once
+    let _: Ack = shadow
+        .command(&routes::SHADOW_EXIT, Some(&exit(&spec.job_id)))
+        .await
+        .unwrap();
+    let _: Ack = shadow
+        .command(&routes::SHADOW_EXIT, Some(&exit(&spec.job_id)))
+        .await
+        .unwrap();
+    let ad = finished(&pool, &user, cluster).await;
+    assert_eq!(int(&ad, "ExitCode"), Some(9));
+    assert_eq!(int(&ad, "NumJobStarts"), Some(1));
+    let history = pool.history(&user).await.unwrap();
+    let runs = history
+        .iter()
+        .filter(|ad| int(ad, "ClusterId") == Some(i64::from(cluster)))
+        .count();
+    assert_eq!(runs, 1, "completed once");
     pool.shutdown().await.unwrap();
 }

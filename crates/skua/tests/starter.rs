@@ -572,3 +572,111 @@ fn a_missing_output_file_the_job_names_holds_it_with_code_12() {
     assert_eq!(w.outputs(), vec!["_condor_stdout", "made.txt"]);
     assert!(w.execute_is_empty());
 }
+
+/// The starter's log, all of it.
+fn starter_log(w: &World) -> String {
+    let mut all = String::new();
+    if let Ok(rd) = std::fs::read_dir(w.dir.join("log")) {
+        for e in rd.flatten() {
+            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
+#[test]
+fn a_starter_keeps_its_results_while_the_shadow_is_away_and_sends_them_to_its_new_address() {
+    let mut w = World::new(
+        "reconnect",
+        r#"Cmd = "run.sh"; Out = "job.out"; ShouldTransferFiles = "YES"; JobLeaseDuration = 60"#,
+    );
+    let go = w.dir.join("go");
+    w.script(
+        "run.sh",
+        &format!(
+            "while [ ! -e {go} ]; do sleep 0.05; done\nprintf 'result\\n' > result.txt\necho out\nexit 6",
+            go = go.display()
+        ),
+    );
+    let mut child = w.start(5);
+    w.wait_executing();
+    // the shadow goes away; the job ends meanwhile
+    w.shadow.as_mut().unwrap().stop();
+    std::fs::write(&go, "").unwrap();
+    wait_for("the starter to notice", Duration::from_secs(20), || {
+        starter_log(&w).contains("Lost connection to shadow")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = child.id();
+    assert!(
+        w.scratch_of(pid).join("result.txt").exists(),
+        "the results wait in the scratch directory"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "the starter waits");
+    // the shadow is back at another address, passed on by the startd
+    let key = SigningKey::load_or_create(&w.dir.join("pool.key")).unwrap();
+    let job_ad = classad::parse_ad(&w.job_ad).unwrap();
+    let back =
+        w.rt.block_on(FakeShadow::start(
+            CLAIM,
+            job_ad,
+            w.out_dir.clone(),
+            key,
+            "test.domain",
+        ))
+        .unwrap();
+    let moved = format!(
+        "{{\"shadow\":{{\"claim_id\":\"{CLAIM}\",\"job_id\":\"1.0\",\"shadow_addr\":\"{}\"}}}}\n",
+        back.addr
+    );
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(moved.as_bytes())
+        .unwrap();
+    assert_eq!(
+        w.wait(&mut child),
+        0,
+        "the new shadow acknowledged the exit"
+    );
+    let rec = back.record();
+    assert_eq!(rec.exits, 1, "the exit is sent once");
+    assert_eq!(
+        rec.exit.as_ref().unwrap().outcome,
+        RunOutcome::Exited { code: 6 }
+    );
+    assert_eq!(rec.exit.as_ref().unwrap().job_id.as_deref(), Some("1.0"));
+    drop(rec);
+    assert_eq!(w.returned("result.txt"), b"result\n");
+    assert_eq!(w.returned("_condor_stdout"), b"out\n");
+    assert!(w.execute_is_empty());
+    assert!(starter_log(&w).contains("Recovered connection to shadow after"));
+}
+
+#[test]
+fn a_starter_whose_shadow_stays_away_for_the_lease_kills_the_job_and_exits_4() {
+    let mut w = World::new(
+        "lost-shadow",
+        r#"Cmd = "run.sh"; ShouldTransferFiles = "YES"; JobLeaseDuration = 3"#,
+    );
+    w.script("run.sh", "echo $$ > job.pid\nsleep 300");
+    let mut child = w.start(5);
+    w.wait_executing();
+    let pidfile = w.scratch_of(child.id()).join("job.pid");
+    wait_for("the job's pid", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let job = pid_in(&pidfile);
+    w.shadow.as_mut().unwrap().stop();
+    let stopped = Instant::now();
+    let code = w.wait(&mut child);
+    assert_eq!(code, skua_net::proto::STARTER_EXIT_LOST_SHADOW);
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(1),
+        "given up before the lease ran out"
+    );
+    assert!(!alive(job), "the job was killed");
+    assert!(w.execute_is_empty(), "the scratch directory is removed");
+    assert!(starter_log(&w).contains("No reconnect from shadow for"));
+}
