@@ -28,6 +28,7 @@ mod identity;
 mod limits;
 mod policy;
 mod server;
+pub mod shared_port;
 mod stream;
 pub mod tls;
 mod token;
@@ -42,6 +43,7 @@ pub use identity::{
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
 pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use shared_port::{SharedPort, SharedPortConfig, SharedPortHandle};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
