@@ -40,12 +40,8 @@ pub(crate) fn client_for(
         let path = PathBuf::from(path);
         let token = std::fs::read_to_string(&path)
             .with_context(|| format!("SKUA_TOKEN_FILE {}", path.display()))?;
-        let endpoint = Locator::new(config, subsystem)?.network_endpoint()?;
-        return Ok(Client::new(
-            endpoint,
-            Some(token.trim().to_string()),
-            timeout,
-        )?);
+        return Ok(Locator::new(config, subsystem)?
+            .network_client(Some(token.trim().to_string()), timeout)?);
     }
     let endpoint = Locator::new(config, subsystem)?.endpoint()?;
     let token = match endpoint {
