@@ -2,7 +2,8 @@
 //! system publishes its address in a file (HTCondor's
 //! `<SUBSYS>_ADDRESS_FILE`), where clients on the same host read it.
 //!
-//! The file holds one line, the socket address (`127.0.0.1:40123`); readers
+//! The file holds one line, the socket address (`127.0.0.1:40123`), or for a
+//! daemon behind the shared port its sinful string (`<10.0.0.5:9618?sock=schedd>`); readers
 //! ignore further lines and also accept HTCondor's `<addr?params>` form. It
 //! is written atomically (temporary file, then rename) and removed when the
 //! daemon exits cleanly.
@@ -85,15 +86,22 @@ pub fn write_address_file(path: &Path, addr: SocketAddr) -> Result<(), AddressEr
     std::fs::rename(&tmp, path).map_err(io)
 }
 
-/// Writes an address file holding a daemon's sinful string (with its
-/// shared-port id, when it has one), atomically.
+/// Writes an address file for a daemon at `sinful`, atomically: its
+/// socket address (`10.0.0.5:40123`), or behind the shared port its sinful
+/// string with the id (`<10.0.0.5:9618?sock=schedd>`); the alias is left
+/// out.
 pub fn write_address_file_sinful(path: &Path, sinful: &Sinful) -> Result<(), AddressError> {
     let io = |source| AddressError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let text = match &sinful.sock {
+        // the plain form, as before the shared port
+        None => format_address_file(sinful.addr),
+        Some(sock) => format!("{}\n", Sinful::new(sinful.addr).with_sock(sock.as_str())),
+    };
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, format!("{sinful}\n")).map_err(io)?;
+    std::fs::write(&tmp, text).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
 }
 
@@ -427,12 +435,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(".schedd_address");
         let s = Sinful::new("10.0.0.5:9618".parse().unwrap()).with_sock("schedd");
-        write_address_file_sinful(&p, &s).unwrap();
+        write_address_file_sinful(&p, &s.clone().with_alias("h")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "<10.0.0.5:9618?sock=schedd>\n"
+        );
         assert_eq!(read_address_file_sinful(&p).unwrap(), s);
         // readers of the plain address still find the port
         assert_eq!(read_address_file(&p).unwrap(), s.addr);
-        // and the sinful reader takes the old form
-        write_address_file(&p, s.addr).unwrap();
+        // without an id, the plain form, which the sinful reader takes too
+        write_address_file_sinful(&p, &Sinful::new(s.addr).with_alias("h")).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "10.0.0.5:9618\n");
         assert_eq!(read_address_file_sinful(&p).unwrap(), Sinful::new(s.addr));
     }
 

@@ -298,9 +298,11 @@ mod tests {
         assert_eq!(sinful.sock.as_deref(), Some("negotiator"));
         assert_eq!(sinful.alias.as_deref(), Some(up.host.as_str()));
         // the address file carries the id, so local clients find it too
+        let in_file =
+            crate::address::read_address_file_sinful(&up.address_file).expect("address file");
         assert_eq!(
-            crate::address::read_address_file_sinful(&up.address_file).expect("address file"),
-            sinful
+            (in_file.addr, in_file.sock),
+            (sinful.addr, sinful.sock.clone())
         );
         let handoff = dir.path().join("lock/daemon_sock/negotiator");
         assert!(handoff.exists());
