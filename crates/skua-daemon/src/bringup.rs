@@ -1,8 +1,13 @@
 //! Bringing a daemon up, the one way every daemon does it: bind its TCP
-//! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`, TLS
-//! unless loopback) and its Unix socket (`$(LOCK)/<daemon>.sock`), serve its
-//! routes with the context's server configuration, publish the TCP address
-//! in its address file (`<SUBSYS>_ADDRESS_FILE`), and log where it listens:
+//! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`,
+//! `BIND_ALL_INTERFACES`, TLS unless loopback) or, when its master runs the
+//! host's shared port, its handoff socket behind it
+//! ([`DaemonContext::handoff_listener`]), and its Unix socket
+//! (`$(LOCK)/<daemon>.sock`), serve its routes with the context's server
+//! configuration, publish its address in its address file
+//! (`<SUBSYS>_ADDRESS_FILE`), and log where it listens and the sinful string
+//! it advertises (`MyAddress`: the advertised IP, its own port or the shared
+//! port's with `sock=<id>`, and `alias=` the host name):
 //! [`bring_up`], or [`bind`] and later [`Bound::serve`] for a daemon with
 //! long work in between (callers connecting meanwhile wait, as they would
 //! for a busy daemon).

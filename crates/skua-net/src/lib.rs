@@ -13,6 +13,10 @@
 //!   (`name@UID_DOMAIN`, method `local`); otherwise anonymous.
 //! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
 //!   the level hierarchy, narrowed by the token's scope.
+//! - [`shared_port`]: one TCP port per host in front of every daemon
+//!   ([`SharedPort`]), connections passed to each daemon's
+//!   [`Listener::handoff`] socket; clients name the daemon with
+//!   [`Client::with_shared_port_id`].
 //! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
 //!   timeout, failing with [`NetError`]; in tests, through a
 //!   [`FaultFilter`] that drops, delays or cuts calls between daemons.
