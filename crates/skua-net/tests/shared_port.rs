@@ -30,6 +30,7 @@ async fn server_behind(
 ) -> ServerHandle {
     let routes = Routes::new()
         .route("/who", AuthLevel::Read, get(who))
+        .route("/write", AuthLevel::Write, get(who))
         .with_state(name.to_string());
     let mut policy = SecurityPolicy::default().allowing(AuthLevel::Read, ["*"]);
     policy.allow_anonymous_read = true;
@@ -223,4 +224,71 @@ async fn handoff_sockets_are_private_and_replaced_when_stale() {
         .is_err());
     port.shutdown().await;
     second.shutdown().await;
+}
+
+#[derive(Clone, Default)]
+struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// current-thread runtime: every task runs under the thread-local subscriber
+#[tokio::test(flavor = "current_thread")]
+async fn the_daemon_sees_the_real_peer_and_refusals_name_it() {
+    let buf = Buffer::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_behind(dir.path(), "schedd", None).await;
+    let (port, addr) = shared_port(dir.path(), Duration::from_secs(5)).await;
+
+    // an anonymous write through the shared port: the daemon refuses it and
+    // logs the caller's own address, not the shared port's
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let me = s.local_addr().unwrap();
+    s.write_all(&preamble("schedd").unwrap()).await.unwrap();
+    s.write_all(b"GET /write HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = Vec::new();
+    s.read_to_end(&mut reply).await.unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    let log = buf.text();
+    assert!(log.contains("request refused"), "{log}");
+    assert!(log.contains(&format!("peer={me}")), "{log}");
+
+    // the shared port's own refusal names the caller and the reason
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let me = s.local_addr().unwrap();
+    s.write_all(&preamble("nobody").unwrap()).await.unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest).await;
+    let log = buf.text();
+    assert!(log.contains(&format!("peer={me}")), "{log}");
+    assert!(
+        log.contains("shared port: connection refused: no daemon `nobody` behind the shared port"),
+        "{log}"
+    );
+    port.shutdown().await;
+    server.shutdown().await;
 }
