@@ -193,7 +193,15 @@ pub async fn serve(
     let list = ctx
         .knob("DAEMON_LIST")?
         .unwrap_or_else(|| "MASTER".to_string());
-    let names = skua_daemon::security::split_list(&list);
+    let mut names = skua_daemon::security::split_list(&list);
+    // HTCondor runs the shared port as a daemon of DAEMON_LIST; here the
+    // master hosts it itself (USE_SHARED_PORT), so the entry is not a child
+    if names.iter().any(|n| n.eq_ignore_ascii_case("SHARED_PORT")) {
+        tracing::info!(
+            "SHARED_PORT in DAEMON_LIST: the master hosts the shared port itself (USE_SHARED_PORT)"
+        );
+        names.retain(|n| !n.eq_ignore_ascii_case("SHARED_PORT"));
+    }
     let mut sup = Supervisor::new(&names, supervisor_config(&ctx)?).context("DAEMON_LIST")?;
     // the supervisor's time: since the start, by the daemon's clock
     let clock = ctx.clock.clone();
