@@ -772,3 +772,59 @@ pub fn create_private_dir(dir: &Path) -> Result<(), DaemonError> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| DaemonError::Io(format!("setting the mode of {}: {e}", dir.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collector_host_forms_resolve_with_their_shared_port_id() {
+        let s = resolve("127.0.0.1:9700?sock=collector", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!(s.addr, "127.0.0.1:9700".parse().unwrap());
+        assert_eq!(s.sock.as_deref(), Some("collector"));
+        // a host name, no port: the default port
+        let s = resolve("localhost?sock=schedd", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!(s.addr.port(), 9618);
+        assert!(s.addr.ip().is_loopback());
+        assert_eq!(s.sock.as_deref(), Some("schedd"));
+        let s = resolve("localhost", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!((s.addr.port(), s.sock), (9618, None));
+        // a sinful string as it is
+        let s = resolve("<10.0.0.1:5000?sock=startd&alias=h>", 9618).unwrap();
+        assert_eq!(s.addr, "10.0.0.1:5000".parse().unwrap());
+        assert_eq!(s.sock.as_deref(), Some("startd"));
+        // an invalid id is an error naming the text
+        let e = resolve("127.0.0.1:9618?sock=", 9618)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("127.0.0.1:9618?sock="), "{e}");
+    }
+
+    #[test]
+    fn a_client_at_a_sinful_with_sock_routes_through_the_shared_port() {
+        let c = client_at(
+            "<127.0.0.1:9618?sock=negotiator>",
+            None,
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(c.shared_port_id(), Some("negotiator"));
+        let c = client_at("<127.0.0.1:9618>", None, None, Duration::from_secs(1)).unwrap();
+        assert_eq!(c.shared_port_id(), None);
+        // a non-loopback address needs the CA; garbage is an error
+        assert!(client_at("<10.0.0.1:9618?sock=x>", None, None, Duration::from_secs(1)).is_err());
+        let e = client_at("<nonsense", None, None, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a daemon address"), "{e}");
+        // an id the preamble cannot carry
+        assert!(client_at(
+            "<127.0.0.1:9618?sock=a%2Fb>",
+            None,
+            None,
+            Duration::from_secs(1)
+        )
+        .is_err());
+    }
+}
