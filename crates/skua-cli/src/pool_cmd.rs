@@ -40,22 +40,19 @@ pub(crate) fn client_for(
         let path = PathBuf::from(path);
         let token = std::fs::read_to_string(&path)
             .with_context(|| format!("SKUA_TOKEN_FILE {}", path.display()))?;
-        let endpoint = Locator::new(config, subsystem)?.network_endpoint()?;
-        return Ok(Client::new(
-            endpoint,
-            Some(token.trim().to_string()),
-            timeout,
-        )?);
+        return Ok(Locator::new(config, subsystem)?
+            .network_client(Some(token.trim().to_string()), timeout)?);
     }
-    let endpoint = Locator::new(config, subsystem)?.endpoint()?;
-    let token = match endpoint {
-        Endpoint::Unix(_) => None,
-        _ => {
-            let dirs = skua_daemon::security::token_dirs(config, home().as_deref())?;
-            skua_daemon::security::find_token(&dirs)
-        }
-    };
-    Ok(Client::new(endpoint, token, timeout)?)
+    let locator = Locator::new(config, subsystem)?;
+    let endpoint = locator.endpoint()?;
+    if let Endpoint::Unix(_) = endpoint {
+        return Ok(Client::new(endpoint, None, timeout)?);
+    }
+    // over the network (through the host's shared port when the daemon's
+    // address names one), with the user's token
+    let dirs = skua_daemon::security::token_dirs(config, home().as_deref())?;
+    let token = skua_daemon::security::find_token(&dirs);
+    Ok(locator.network_client(token, timeout)?)
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -255,11 +255,12 @@ fn schedd_identity(config: &skua_config::Config, client: &skua_net::Client) -> (
         .unwrap_or_else(|| "localhost".into());
     let name = config.get("SCHEDD_NAME").ok().flatten().unwrap_or(host);
     let network = skua_daemon::context::Locator::new(config, "SCHEDD")
-        .and_then(|l| l.network_endpoint())
+        .and_then(|l| l.network_sinful())
         .ok();
-    let addr = match network.as_ref().unwrap_or(client.endpoint()) {
-        skua_net::Endpoint::Tcp(a) | skua_net::Endpoint::Tls(a, _) => format!("<{a}>"),
-        skua_net::Endpoint::Unix(p) => format!("<{}>", p.display()),
+    let addr = match (network, client.endpoint()) {
+        (Some(sinful), _) => sinful.to_string(),
+        (None, skua_net::Endpoint::Tcp(a) | skua_net::Endpoint::Tls(a, _)) => format!("<{a}>"),
+        (None, skua_net::Endpoint::Unix(p)) => format!("<{}>", p.display()),
     };
     (name, addr)
 }

@@ -91,16 +91,18 @@ fn targets(
 fn startd_client(config: &skua_config::Config, addr: Option<&str>) -> Result<Client> {
     let local = Locator::new(config, "STARTD")
         .ok()
-        .and_then(|l| l.network_endpoint().ok())
-        .and_then(|e| match e {
-            skua_net::Endpoint::Tcp(a) | skua_net::Endpoint::Tls(a, _) => Some(a.to_string()),
-            skua_net::Endpoint::Unix(_) => None,
-        });
+        .and_then(|l| l.network_sinful().ok());
+    let is_local = |a: &str| {
+        let Ok(given) = skua_daemon::address::Sinful::parse(a) else {
+            return false;
+        };
+        local
+            .as_ref()
+            .is_some_and(|l| l.addr == given.addr && l.sock == given.sock)
+    };
     match addr {
         None => client_for(config, "STARTD", TIMEOUT),
-        Some(a) if local.as_deref() == Some(a.trim_start_matches('<').trim_end_matches('>')) => {
-            client_for(config, "STARTD", TIMEOUT)
-        }
+        Some(a) if is_local(a) => client_for(config, "STARTD", TIMEOUT),
         Some(a) => {
             let dirs = skua_daemon::security::token_dirs(
                 config,

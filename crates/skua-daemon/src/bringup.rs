@@ -1,8 +1,13 @@
 //! Bringing a daemon up, the one way every daemon does it: bind its TCP
-//! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`, TLS
-//! unless loopback) and its Unix socket (`$(LOCK)/<daemon>.sock`), serve its
-//! routes with the context's server configuration, publish the TCP address
-//! in its address file (`<SUBSYS>_ADDRESS_FILE`), and log where it listens:
+//! listener ([`DaemonContext::tcp_listener`]: `NETWORK_INTERFACE`,
+//! `BIND_ALL_INTERFACES`, TLS unless loopback) or, when its master runs the
+//! host's shared port, its handoff socket behind it
+//! ([`DaemonContext::handoff_listener`]), and its Unix socket
+//! (`$(LOCK)/<daemon>.sock`), serve its routes with the context's server
+//! configuration, publish its address in its address file
+//! (`<SUBSYS>_ADDRESS_FILE`), and log where it listens and the sinful string
+//! it advertises (`MyAddress`: the advertised IP, its own port or the shared
+//! port's with `sock=<id>`, and `alias=` the host name):
 //! [`bring_up`], or [`bind`] and later [`Bound::serve`] for a daemon with
 //! long work in between (callers connecting meanwhile wait, as they would
 //! for a busy daemon).
@@ -10,19 +15,24 @@
 //! ([`Listening::ad_header`]) and, at the end, withdraws its address file and
 //! stops serving ([`Listening::shut_down`]).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use classad::ClassAd;
 use skua_net::{Listener, Routes, Server, ServerHandle};
 
+use crate::address::Sinful;
 use crate::context::{DaemonContext, DaemonError};
 
 /// A daemon serving its routes, found through its address file.
 pub struct Listening {
-    /// The TCP address (its port chosen by the system when asked for 0).
+    /// The TCP address other hosts reach it at: the advertised address
+    /// with its own port (chosen by the system when asked for 0), or the
+    /// host's shared port.
     pub addr: SocketAddr,
-    /// `<addr>`, HTCondor's sinful string: the `MyAddress` of its ads.
+    /// HTCondor's sinful string, the `MyAddress` of its ads:
+    /// `<addr?alias=HOST>`, or `<addr?sock=ID&alias=HOST>` behind the
+    /// shared port.
     pub sinful: String,
     /// Its Unix socket.
     pub socket: PathBuf,
@@ -55,16 +65,37 @@ pub struct Bound {
     tcp: Listener,
     unix: Listener,
     socket: PathBuf,
+    /// The shared port's, when the daemon is behind it.
+    shared: Option<Sinful>,
+    advertise: IpAddr,
 }
 
-/// Binds the TCP listener of the daemon of `ctx` on `port` (0: any) and its
-/// Unix socket.
+/// Binds the network listener of the daemon of `ctx` and its Unix socket:
+/// behind the master's shared port, its handoff socket
+/// ([`DaemonContext::handoff_listener`]); otherwise TCP on `port` (0: any).
 pub async fn bind(ctx: &DaemonContext, port: u16) -> Result<Bound, DaemonError> {
     let daemon = ctx.subsystem.to_ascii_lowercase();
-    let tcp = ctx
-        .tcp_listener(port)
-        .await
+    let plan = ctx
+        .listen_plan()
         .map_err(|e| DaemonError::Net(format!("{daemon}: {e}")))?;
+    let (tcp, shared) = match ctx.behind_shared_port()? {
+        Some(shared_port) => {
+            let l = ctx
+                .handoff_listener()
+                .await
+                .map_err(|e| DaemonError::Net(format!("{daemon}: {e}")))?;
+            let sinful = Sinful::new(SocketAddr::new(plan.advertise, shared_port))
+                .with_sock(ctx.shared_port_id());
+            (l, Some(sinful))
+        }
+        None => {
+            let l = ctx
+                .tcp_listener(port)
+                .await
+                .map_err(|e| DaemonError::Net(format!("{daemon}: {e}")))?;
+            (l, None)
+        }
+    };
     let socket = ctx.socket_path()?;
     let unix = Listener::unix(&socket).await.map_err(|e| {
         DaemonError::Net(format!(
@@ -72,7 +103,13 @@ pub async fn bind(ctx: &DaemonContext, port: u16) -> Result<Bound, DaemonError> 
             socket.display()
         ))
     })?;
-    Ok(Bound { tcp, unix, socket })
+    Ok(Bound {
+        tcp,
+        unix,
+        socket,
+        shared,
+        advertise: plan.advertise,
+    })
 }
 
 impl Bound {
@@ -84,26 +121,51 @@ impl Bound {
         routes: Routes,
     ) -> Result<Listening, DaemonError> {
         let daemon = ctx.subsystem.to_ascii_lowercase();
-        let Bound { tcp, unix, socket } = self;
+        let Bound {
+            tcp,
+            unix,
+            socket,
+            shared,
+            advertise,
+        } = self;
         let server = Server::new(ctx.server_config(), routes)
             .map_err(|e| DaemonError::Net(format!("{daemon}: server setup: {e}")))?;
         let handle = server.spawn(vec![tcp, unix]);
-        let Some(addr) = handle.local_addr() else {
-            handle.shutdown().await;
-            return Err(DaemonError::Net(format!("{daemon}: no TCP address")));
+        let host = host_name();
+        let (sinful, listening) = match shared {
+            Some(sinful) => {
+                let at = handle
+                    .unix_paths()
+                    .first()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                (sinful.clone(), format!("{sinful} (handoff socket {at})"))
+            }
+            None => {
+                let Some(bound) = handle.local_addr() else {
+                    handle.shutdown().await;
+                    return Err(DaemonError::Net(format!("{daemon}: no TCP address")));
+                };
+                let sinful = Sinful::new(SocketAddr::new(advertise, bound.port()));
+                (sinful, bound.to_string())
+            }
         };
+        let sinful = sinful.with_alias(host.clone());
         let address_file = ctx.address_file()?;
-        if let Err(e) = crate::write_address_file(&address_file, addr) {
+        if let Err(e) = crate::address::write_address_file_sinful(&address_file, &sinful) {
             handle.shutdown().await;
             return Err(DaemonError::Io(format!("{daemon}: {e}")));
         }
-        tracing::info!("{daemon} listening on {addr} and {}", socket.display());
+        tracing::info!(
+            "{daemon} listening on {listening} and {}, advertised as {sinful}",
+            socket.display()
+        );
         Ok(Listening {
-            addr,
-            sinful: format!("<{addr}>"),
+            addr: sinful.addr,
+            sinful: sinful.to_string(),
             socket,
             address_file,
-            host: host_name(),
+            host,
             start_time: ctx.clock.now_secs(),
             handle,
             refresher: crate::revocation::spawn_refresher(ctx),
@@ -172,7 +234,10 @@ mod tests {
         let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
         assert!(up.addr.ip().is_loopback());
         assert_ne!(up.addr.port(), 0);
-        assert_eq!(up.sinful, format!("<{}>", up.addr));
+        let sinful = crate::address::Sinful::parse(&up.sinful).expect("a sinful string");
+        assert_eq!(sinful.addr, up.addr);
+        assert_eq!(sinful.sock, None);
+        assert_eq!(sinful.alias.as_deref(), Some(up.host.as_str()));
         assert_eq!(
             crate::read_address_file(&up.address_file).expect("address file"),
             up.addr
@@ -202,6 +267,136 @@ mod tests {
         let file = up.address_file.clone();
         up.shut_down().await;
         assert!(!file.exists(), "the address file is withdrawn");
+    }
+
+    fn context_with(dir: &std::path::Path, extra: &str) -> DaemonContext {
+        let text = format!(
+            "LOG = {0}/log\nLOCK = {0}/lock\nSEC_TOKEN_POOL_SIGNING_KEY_FILE = {0}/key\n{extra}",
+            dir.display()
+        );
+        let files = skua_config::MemoryFiles::new().with("/skua_config", &text);
+        let opts = skua_config::LoadOptions::new().main_file("/skua_config");
+        let config = skua_config::Config::load(&files, &opts).expect("configuration");
+        // a test context creates the signing key: the daemon's calls carry a token
+        DaemonContext::for_test("NEGOTIATOR", config, "condor", crate::Clock::system())
+            .expect("context")
+    }
+
+    async fn shared_port_for(ctx: &DaemonContext) -> skua_net::SharedPortHandle {
+        let dir = ctx.daemon_socket_dir().expect("socket dir");
+        crate::context::create_private_dir(&dir).expect("socket dir");
+        let port = skua_net::SharedPort::bind(
+            "127.0.0.1:0".parse().expect("addr"),
+            skua_net::SharedPortConfig::new(&dir),
+        )
+        .await
+        .expect("shared port");
+        port.spawn()
+    }
+
+    #[tokio::test]
+    async fn a_daemon_behind_the_shared_port_advertises_it_with_its_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ctx = context_with(dir.path(), "");
+        let port = shared_port_for(&ctx).await;
+        let shared = port.local_addr().expect("bound");
+        ctx.shared_port = Some(shared.port());
+        let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
+
+        assert_eq!(up.addr, shared);
+        let sinful = crate::address::Sinful::parse(&up.sinful).expect("sinful");
+        assert_eq!(sinful.addr, shared);
+        assert_eq!(sinful.sock.as_deref(), Some("negotiator"));
+        assert_eq!(sinful.alias.as_deref(), Some(up.host.as_str()));
+        // the address file carries the id, so local clients find it too
+        let in_file =
+            crate::address::read_address_file_sinful(&up.address_file).expect("address file");
+        assert_eq!(
+            (in_file.addr, in_file.sock),
+            (sinful.addr, sinful.sock.clone())
+        );
+        let handoff = dir.path().join("lock/daemon_sock/negotiator");
+        assert!(handoff.exists());
+        // reached through the shared port by its MyAddress...
+        let client = ctx
+            .client_at(&up.sinful, std::time::Duration::from_secs(5))
+            .expect("client");
+        assert_eq!(client.shared_port_id(), Some("negotiator"));
+        client
+            .hello()
+            .await
+            .expect("the daemon answers through the shared port");
+        // ...and by the locator, over the network
+        let located = ctx
+            .locator("NEGOTIATOR")
+            .expect("locator")
+            .network_client(ctx.daemon_token.clone(), std::time::Duration::from_secs(5))
+            .expect("client");
+        located
+            .hello()
+            .await
+            .expect("found through its address file");
+
+        up.shut_down().await;
+        assert!(!handoff.exists(), "the handoff socket is withdrawn");
+        port.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_daemon_can_keep_its_own_port_beside_the_shared_port() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ctx = context_with(dir.path(), "NEGOTIATOR_USES_SHARED_PORT = false\n");
+        let port = shared_port_for(&ctx).await;
+        let shared = port.local_addr().expect("bound");
+        ctx.shared_port = Some(shared.port());
+        let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
+        assert_ne!(up.addr, shared);
+        let sinful = crate::address::Sinful::parse(&up.sinful).expect("sinful");
+        assert_eq!(sinful.sock, None);
+        tokio::net::TcpStream::connect(up.addr)
+            .await
+            .expect("its own port");
+        up.shut_down().await;
+        port.shutdown().await;
+    }
+
+    #[test]
+    fn shared_port_knobs_follow_htcondor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // the personal pool: loopback, no shared port
+        let ctx = context_with(dir.path(), "");
+        assert!(!ctx.use_shared_port().expect("knob"));
+        assert_eq!(ctx.shared_port_port().expect("port"), 9618);
+        assert_eq!(
+            ctx.daemon_socket_dir().expect("dir"),
+            dir.path().join("lock/daemon_sock")
+        );
+        assert_eq!(ctx.shared_port_default_id().expect("id"), "collector");
+        assert_eq!(ctx.behind_shared_port().expect("knob"), None);
+        // configured
+        let ctx = context_with(
+            dir.path(),
+            "USE_SHARED_PORT = true\nSHARED_PORT_PORT = 4000\nDAEMON_SOCKET_DIR = /run/x\n",
+        );
+        assert!(ctx.use_shared_port().expect("knob"));
+        assert_eq!(ctx.shared_port_port().expect("port"), 4000);
+        assert_eq!(
+            ctx.daemon_socket_dir().expect("dir"),
+            std::path::PathBuf::from("/run/x")
+        );
+        // a central manager's collector port takes over
+        let ctx = context_with(
+            dir.path(),
+            "DAEMON_LIST = MASTER COLLECTOR\nCOLLECTOR_HOST = cm.example:9700\n",
+        );
+        assert_eq!(ctx.shared_port_port().expect("port"), 9700);
+        let ctx = context_with(
+            dir.path(),
+            "DAEMON_LIST = MASTER COLLECTOR\nCOLLECTOR_HOST = cm.example:9700\nCOLLECTOR_USES_SHARED_PORT = false\n",
+        );
+        assert_eq!(ctx.shared_port_port().expect("port"), 9618);
+        let bad = context_with(dir.path(), "SHARED_PORT_PORT = 70000\n");
+        assert!(bad.shared_port_port().is_err());
     }
 
     #[tokio::test]

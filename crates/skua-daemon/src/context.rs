@@ -11,7 +11,8 @@ use skua_net::{
     ServerConfig, SigningKey,
 };
 
-use crate::address;
+use crate::address::{self, Sinful};
+use crate::interfaces::{ListenKnobs, ListenPlan};
 use crate::security;
 
 /// HTCondor's default collector port.
@@ -126,13 +127,22 @@ pub fn address_file(config: &Config, subsystem: &str) -> Result<PathBuf, DaemonE
     }
 }
 
-/// Parses `host[:port]`.
-fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, DaemonError> {
-    let hp = host_port
-        .trim()
-        .trim_start_matches('<')
-        .trim_end_matches('>');
-    let hp = hp.split('?').next().unwrap_or(hp);
+/// Resolves `host[:port][?sock=ID]` or a sinful string `<ip:port?...>`
+/// (HTCondor's `COLLECTOR_HOST` forms, e.g. `cm.example.org:9618?sock=collector`)
+/// into a [`Sinful`]; a missing port is `default_port`.
+pub fn resolve(host_port: &str, default_port: u16) -> Result<Sinful, DaemonError> {
+    let text = host_port.trim();
+    if let Ok(sinful) = Sinful::parse(text) {
+        return Ok(sinful);
+    }
+    let text = text
+        .strip_prefix('<')
+        .and_then(|t| t.strip_suffix('>'))
+        .unwrap_or(text);
+    let (hp, params) = match text.split_once('?') {
+        Some((hp, params)) => (hp, Some(params)),
+        None => (text, None),
+    };
     let with_port = if hp
         .rsplit_once(':')
         .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
@@ -141,24 +151,39 @@ fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, DaemonError
     } else {
         format!("{hp}:{default_port}")
     };
-    with_port
+    let addr = with_port
         .to_socket_addrs()
         .map_err(|e| DaemonError::Net(format!("cannot resolve {hp}: {e}")))?
         .next()
-        .ok_or_else(|| DaemonError::Net(format!("{hp} has no address")))
+        .ok_or_else(|| DaemonError::Net(format!("{hp} has no address")))?;
+    let sinful = match params {
+        Some(p) => format!("<{addr}?{p}>"),
+        None => format!("<{addr}>"),
+    };
+    Sinful::parse(&sinful).map_err(|e| DaemonError::Net(format!("{host_port}: {e}")))
 }
 
-/// Parses an address as daemons publish it: `<ip:port>` (HTCondor's
-/// sinful string, parameters after `?` ignored) or `ip:port`.
-pub fn parse_sinful(address: &str) -> Result<SocketAddr, DaemonError> {
-    let hp = address.trim().trim_start_matches('<').trim_end_matches('>');
-    let hp = hp.split('?').next().unwrap_or(hp);
-    hp.parse()
-        .map_err(|_| DaemonError::Net(format!("{address:?} is not an address (<ip:port>)")))
+/// A client of `endpoint` reaching the daemon behind a shared port when
+/// the address names one (`sock`).
+fn client_to(
+    endpoint: Endpoint,
+    sock: Option<&str>,
+    token: Option<String>,
+    timeout: Duration,
+) -> Result<Client, DaemonError> {
+    let client =
+        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+    match sock {
+        Some(id) => client
+            .with_shared_port_id(id)
+            .map_err(|e| DaemonError::Net(e.to_string())),
+        None => Ok(client),
+    }
 }
 
-/// A client for the daemon at `address` (`<ip:port>`), presenting `token`:
-/// TLS trusting `ca_pem` when there is one (the pool's CA,
+/// A client for the daemon at `address` (a sinful string, `<ip:port>` or
+/// `<ip:port?sock=ID>` behind a shared port), presenting `token`: TLS
+/// trusting `ca_pem` when there is one (the pool's CA,
 /// `AUTH_SSL_CLIENT_CAFILE`), plain TCP to a loopback address without it;
 /// a non-loopback address without a CA is an error. For callers that read
 /// the CA once and dial many daemons; [`DaemonContext::client_at`] reads
@@ -180,10 +205,9 @@ fn client_with_identity(
     identity: Option<&ClientIdentity>,
     timeout: Duration,
 ) -> Result<Client, DaemonError> {
-    let addr = parse_sinful(address)?;
-    let endpoint = tls_or_tcp(addr, ca_pem)?;
-    let client =
-        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+    let sinful = Sinful::parse(address).map_err(|e| DaemonError::Net(e.to_string()))?;
+    let endpoint = tls_or_tcp(sinful.addr, ca_pem)?;
+    let client = client_to(endpoint, sinful.sock.as_deref(), token, timeout)?;
     with_identity(client, identity)
 }
 
@@ -326,30 +350,54 @@ impl Locator {
     /// A client of the daemon at [`Locator::endpoint`], presenting `token`
     /// only over the network (on the Unix socket the kernel vouches).
     pub fn client(&self, token: Option<String>, timeout: Duration) -> Result<Client, DaemonError> {
-        let endpoint = self.endpoint()?;
-        let token = match endpoint {
-            Endpoint::Unix(_) => None,
-            _ => token,
-        };
-        let client =
-            Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+        if self.socket.exists() {
+            let endpoint = Endpoint::Unix(self.socket.clone());
+            let client = client_to(endpoint, None, None, timeout)?;
+            return Ok(Faults::apply(&self.faults, client, Some(&self.subsystem)));
+        }
+        self.network_client(token, timeout)
+    }
+
+    /// A client of the daemon over the network ([`Locator::network_sinful`]:
+    /// through the shared port when the address names one), presenting
+    /// `token`.
+    pub fn network_client(
+        &self,
+        token: Option<String>,
+        timeout: Duration,
+    ) -> Result<Client, DaemonError> {
+        let sinful = self.network_sinful()?;
+        let endpoint = self.endpoint_for(sinful.addr)?;
+        let client = client_to(endpoint, sinful.sock.as_deref(), token, timeout)?;
         let client = with_identity(client, self.identity.as_ref())?;
         Ok(Faults::apply(&self.faults, client, Some(&self.subsystem)))
+    }
+
+    /// The daemon's network address: `<SUBSYS>_HOST` (`host[:port][?sock=ID]`)
+    /// or, when that is unset or its port is 0, the daemon's address file.
+    pub fn network_sinful(&self) -> Result<Sinful, DaemonError> {
+        match &self.host {
+            Some(h) if !address::collector_host_uses_address_file(h) => {
+                resolve(h, DEFAULT_COLLECTOR_PORT)
+            }
+            _ => address::read_address_file_sinful(&self.address_file).map_err(|e| {
+                DaemonError::Net(format!("the {} is not running here ({e})", self.subsystem))
+            }),
+        }
     }
 
     /// How any client reaches the daemon over the network (TCP at
     /// `<SUBSYS>_HOST` or the address file; TLS when the pool's CA is
     /// configured, plain TCP only to loopback without one), even on its
-    /// own host: for a caller that must speak with a token.
+    /// own host: for a caller that must speak with a token. Behind a
+    /// shared port the endpoint is the shared port's; see
+    /// [`Locator::network_client`], which also routes to the daemon.
     pub fn network_endpoint(&self) -> Result<Endpoint, DaemonError> {
-        let addr = match &self.host {
-            Some(h) if !address::collector_host_uses_address_file(h) => {
-                resolve(h, DEFAULT_COLLECTOR_PORT)?
-            }
-            _ => address::read_address_file(&self.address_file).map_err(|e| {
-                DaemonError::Net(format!("the {} is not running here ({e})", self.subsystem))
-            })?,
-        };
+        let sinful = self.network_sinful()?;
+        self.endpoint_for(sinful.addr)
+    }
+
+    fn endpoint_for(&self, addr: SocketAddr) -> Result<Endpoint, DaemonError> {
         let pem = match &self.ca_file {
             Some(ca) => Some(
                 std::fs::read_to_string(ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?,
@@ -425,7 +473,17 @@ pub struct DaemonContext {
     /// [`DaemonContext::dialer`], [`DaemonContext::locator`]); `None` in
     /// a real daemon.
     pub faults: Option<FaultFilter>,
+    /// The port of the shared port this daemon's master runs (the
+    /// `SKUA_SHARED_PORT` environment variable the master passes its
+    /// children, or set by the master itself): the daemon then listens
+    /// behind it ([`DaemonContext::behind_shared_port`]). `None`: its own
+    /// TCP port.
+    pub shared_port: Option<u16>,
 }
+
+/// The environment variable a master running a shared port passes its
+/// children: the shared port's TCP port.
+pub const SHARED_PORT_ENV: &str = "SKUA_SHARED_PORT";
 
 impl DaemonContext {
     /// Builds the context from an already loaded configuration: creates the
@@ -442,7 +500,15 @@ impl DaemonContext {
         let env = crate::system_config::environment();
         let owner =
             crate::system_config::current_username(&env).unwrap_or_else(|| "nobody".to_string());
-        DaemonContext::build(subsystem, config, owner, create_key, crate::Clock::system())
+        let mut ctx =
+            DaemonContext::build(subsystem, config, owner, create_key, crate::Clock::system())?;
+        ctx.shared_port = match env.get(SHARED_PORT_ENV) {
+            Some(v) => Some(v.trim().parse().map_err(|_| {
+                DaemonError::Config(format!("{SHARED_PORT_ENV} = {v:?} is not a port"))
+            })?),
+            None => None,
+        };
+        Ok(ctx)
     }
 
     /// The context of `subsystem` (upper case) running as `owner`: creates
@@ -494,6 +560,7 @@ impl DaemonContext {
             concurrency,
             clock,
             faults: None,
+            shared_port: None,
         })
     }
 
@@ -668,30 +735,211 @@ impl DaemonContext {
         .map_err(|e| DaemonError::Security(format!("the server certificate: {e}")))
     }
 
-    /// The TCP address to listen on: `NETWORK_INTERFACE` (default
-    /// 127.0.0.1) and `port`.
-    pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {
-        // HTCondor's built-in default is `*` (every interface). This release
-        // has no daemon that serves other hosts yet, so unless the
-        // configuration names an interface, daemons listen on loopback.
-        let configured = self
+    /// Where this daemon listens and what address it advertises, from
+    /// `NETWORK_INTERFACE`, `BIND_ALL_INTERFACES` and the host's interfaces
+    /// (see [`crate::interfaces`]): the personal pool (no
+    /// `NETWORK_INTERFACE` configured, no `AUTH_SSL_SERVER_CERTFILE`) stays
+    /// on 127.0.0.1.
+    pub fn listen_plan(&self) -> Result<ListenPlan, DaemonError> {
+        let interface_configured = self
             .config
             .knob("NETWORK_INTERFACE")
             .is_some_and(|k| !matches!(k.origin, skua_config::Origin::Default));
-        let iface = match self.knob("NETWORK_INTERFACE")? {
-            Some(i) if configured => i,
-            _ => "127.0.0.1".to_string(),
+        let knobs = ListenKnobs {
+            network_interface: self
+                .knob("NETWORK_INTERFACE")?
+                .unwrap_or_else(|| "*".to_string()),
+            interface_configured,
+            serves_network: self.configured_knob("AUTH_SSL_SERVER_CERTFILE")?.is_some(),
+            bind_all: knob_bool(&self.config, "BIND_ALL_INTERFACES", true)?,
         };
-        let ip = if iface == "*" {
-            "0.0.0.0".to_string()
-        } else {
-            iface
-        };
-        format!("{ip}:{port}")
-            .parse()
-            .or_else(|_| resolve(&ip, port))
-            .map_err(|_| {
-                DaemonError::Config(format!("NETWORK_INTERFACE = {ip:?} is not an address"))
-            })
+        if !knobs.interface_configured && !knobs.serves_network {
+            return Ok(ListenPlan::LOOPBACK);
+        }
+        let interfaces = crate::interfaces::host_interfaces().map_err(DaemonError::Net)?;
+        crate::interfaces::plan_listen(&knobs, &interfaces).map_err(DaemonError::Config)
+    }
+
+    /// The TCP address to listen on: [`DaemonContext::listen_plan`]'s with
+    /// `port`.
+    pub fn listen_addr(&self, port: u16) -> Result<SocketAddr, DaemonError> {
+        Ok(SocketAddr::new(self.listen_plan()?.bind, port))
+    }
+
+    /// Whether this host's daemons go behind one shared port
+    /// (`USE_SHARED_PORT`; when not configured: true for a host that listens
+    /// on the network, false for the loopback personal pool).
+    pub fn use_shared_port(&self) -> Result<bool, DaemonError> {
+        let default = !self.listen_plan()?.is_loopback();
+        if self.configured_knob("USE_SHARED_PORT")?.is_none() {
+            return Ok(default);
+        }
+        knob_bool(&self.config, "USE_SHARED_PORT", default)
+    }
+
+    /// The port the master opens the shared port on: a collector of this
+    /// host's `COLLECTOR_HOST` port when the collector is behind the shared
+    /// port (HTCondor's rule), else `SHARED_PORT_PORT` (default
+    /// `$(COLLECTOR_PORT)`, 9618; 0: any).
+    pub fn shared_port_port(&self) -> Result<u16, DaemonError> {
+        let list = self.knob("DAEMON_LIST")?.unwrap_or_default();
+        let has_collector = security::split_list(&list)
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case("COLLECTOR"));
+        if has_collector && self.uses_shared_port("COLLECTOR")? {
+            let port = self.knob("COLLECTOR_HOST")?.and_then(|h| {
+                let h = h.split('?').next().unwrap_or(&h).to_string();
+                h.rsplit_once(':')
+                    .and_then(|(_, p)| p.trim().parse::<u16>().ok())
+            });
+            if let Some(p) = port.filter(|p| *p != 0) {
+                return Ok(p);
+            }
+        }
+        let port = knob_u64(
+            &self.config,
+            "SHARED_PORT_PORT",
+            u64::from(DEFAULT_COLLECTOR_PORT),
+        )?;
+        u16::try_from(port)
+            .map_err(|_| DaemonError::Config(format!("SHARED_PORT_PORT = {port} is not a port")))
+    }
+
+    /// Whether daemon `subsystem` goes behind this host's shared port when
+    /// there is one: `<SUBSYS>_USES_SHARED_PORT` (HTCondor's
+    /// `COLLECTOR_USES_SHARED_PORT`, extended to every daemon), default
+    /// true; false keeps the daemon on its own TCP port.
+    pub fn uses_shared_port(&self, subsystem: &str) -> Result<bool, DaemonError> {
+        let name = format!("{}_USES_SHARED_PORT", subsystem.to_ascii_uppercase());
+        knob_bool(&self.config, &name, true)
+    }
+
+    /// Where the daemons' handoff sockets are: `DAEMON_SOCKET_DIR`
+    /// (`auto`, HTCondor's default: `$(LOCK)/daemon_sock`).
+    pub fn daemon_socket_dir(&self) -> Result<PathBuf, DaemonError> {
+        match self.knob("DAEMON_SOCKET_DIR")? {
+            Some(d) if !d.trim().eq_ignore_ascii_case("auto") => Ok(PathBuf::from(d.trim())),
+            _ => Ok(self.lock_dir.join("daemon_sock")),
+        }
+    }
+
+    /// The id of this daemon behind the shared port: its lower-case
+    /// subsystem name (stable, so a restarted daemon keeps its address).
+    pub fn shared_port_id(&self) -> String {
+        self.subsystem.to_ascii_lowercase()
+    }
+
+    /// `SHARED_PORT_DEFAULT_ID` (default `collector`): where a connection
+    /// without a preamble that begins with a TLS ClientHello goes.
+    pub fn shared_port_default_id(&self) -> Result<String, DaemonError> {
+        Ok(self
+            .knob("SHARED_PORT_DEFAULT_ID")?
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| skua_net::shared_port::DEFAULT_ID.to_string()))
+    }
+
+    /// Whether this daemon goes behind its master's shared port: the master
+    /// runs one ([`DaemonContext::shared_port`]) and
+    /// `<SUBSYS>_USES_SHARED_PORT` is not false.
+    pub fn behind_shared_port(&self) -> Result<Option<u16>, DaemonError> {
+        match self.shared_port {
+            Some(port) if self.uses_shared_port(&self.subsystem)? => Ok(Some(port)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The handoff listener of this daemon behind the shared port
+    /// (`<DAEMON_SOCKET_DIR>/<id>`, the directory created private to the
+    /// daemons' account): TLS when `AUTH_SSL_SERVER_CERTFILE` /
+    /// `AUTH_SSL_SERVER_KEYFILE` are configured, which a host listening on
+    /// the network needs (as for [`DaemonContext::tcp_listener`]).
+    pub async fn handoff_listener(&self) -> Result<skua_net::Listener, DaemonError> {
+        let dir = self.daemon_socket_dir()?;
+        create_private_dir(&dir)?;
+        let path = dir.join(self.shared_port_id());
+        let loopback = self.listen_plan()?.is_loopback();
+        let cert = self.configured_knob("AUTH_SSL_SERVER_CERTFILE")?;
+        let key = self.configured_knob("AUTH_SSL_SERVER_KEYFILE")?;
+        match (cert, key) {
+            (Some(cert), Some(key)) => skua_net::Listener::handoff_tls_from_files(
+                &path,
+                std::path::Path::new(&cert),
+                std::path::Path::new(&key),
+            )
+            .await
+            .map_err(|e| DaemonError::Net(format!("{}: {e}", path.display()))),
+            _ if loopback => skua_net::Listener::handoff(&path, None)
+                .await
+                .map_err(|e| DaemonError::Net(format!("{}: {e}", path.display()))),
+            _ => Err(DaemonError::Config(
+                "the shared port listens on the network: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE".into(),
+            )),
+        }
+    }
+}
+
+/// Creates `dir` (and its parents) with mode 0700: only the daemons'
+/// account (or root) may pass connections through it.
+pub fn create_private_dir(dir: &Path) -> Result<(), DaemonError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| DaemonError::Io(format!("creating {}: {e}", dir.display())))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| DaemonError::Io(format!("setting the mode of {}: {e}", dir.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collector_host_forms_resolve_with_their_shared_port_id() {
+        let s = resolve("127.0.0.1:9700?sock=collector", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!(s.addr, "127.0.0.1:9700".parse().unwrap());
+        assert_eq!(s.sock.as_deref(), Some("collector"));
+        // a host name, no port: the default port
+        let s = resolve("localhost?sock=schedd", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!(s.addr.port(), 9618);
+        assert!(s.addr.ip().is_loopback());
+        assert_eq!(s.sock.as_deref(), Some("schedd"));
+        let s = resolve("localhost", DEFAULT_COLLECTOR_PORT).unwrap();
+        assert_eq!((s.addr.port(), s.sock), (9618, None));
+        // a sinful string as it is
+        let s = resolve("<10.0.0.1:5000?sock=startd&alias=h>", 9618).unwrap();
+        assert_eq!(s.addr, "10.0.0.1:5000".parse().unwrap());
+        assert_eq!(s.sock.as_deref(), Some("startd"));
+        // an invalid id is an error naming the text
+        let e = resolve("127.0.0.1:9618?sock=", 9618)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("127.0.0.1:9618?sock="), "{e}");
+    }
+
+    #[test]
+    fn a_client_at_a_sinful_with_sock_routes_through_the_shared_port() {
+        let c = client_at(
+            "<127.0.0.1:9618?sock=negotiator>",
+            None,
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(c.shared_port_id(), Some("negotiator"));
+        let c = client_at("<127.0.0.1:9618>", None, None, Duration::from_secs(1)).unwrap();
+        assert_eq!(c.shared_port_id(), None);
+        // a non-loopback address needs the CA; garbage is an error
+        assert!(client_at("<10.0.0.1:9618?sock=x>", None, None, Duration::from_secs(1)).is_err());
+        let e = client_at("<nonsense", None, None, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a daemon address"), "{e}");
+        // an id the preamble cannot carry
+        assert!(client_at(
+            "<127.0.0.1:9618?sock=a%2Fb>",
+            None,
+            None,
+            Duration::from_secs(1)
+        )
+        .is_err());
     }
 }

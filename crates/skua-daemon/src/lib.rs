@@ -16,6 +16,7 @@ pub mod bringup;
 pub mod cgroup;
 pub mod clock;
 pub mod context;
+pub mod interfaces;
 pub mod logging;
 mod revocation;
 pub mod security;

@@ -186,11 +186,22 @@ fn master_ad(up: &Listening, daemon_list: &str, pids: &BTreeMap<String, u32>) ->
 
 /// Runs the master until the supervisor says every child is gone after a
 /// shutdown (`shutdown` turning true, or `skua off master`).
-pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+pub async fn serve(
+    mut ctx: DaemonContext,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let list = ctx
         .knob("DAEMON_LIST")?
         .unwrap_or_else(|| "MASTER".to_string());
-    let names = skua_daemon::security::split_list(&list);
+    let mut names = skua_daemon::security::split_list(&list);
+    // HTCondor runs the shared port as a daemon of DAEMON_LIST; here the
+    // master hosts it itself (USE_SHARED_PORT), so the entry is not a child
+    if names.iter().any(|n| n.eq_ignore_ascii_case("SHARED_PORT")) {
+        tracing::info!(
+            "SHARED_PORT in DAEMON_LIST: the master hosts the shared port itself (USE_SHARED_PORT)"
+        );
+        names.retain(|n| !n.eq_ignore_ascii_case("SHARED_PORT"));
+    }
     let mut sup = Supervisor::new(&names, supervisor_config(&ctx)?).context("DAEMON_LIST")?;
     // the supervisor's time: since the start, by the daemon's clock
     let clock = ctx.clock.clone();
@@ -203,6 +214,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .with_state(HandlerState {
             events: ev_tx.clone(),
         });
+    // the shared port opens before the children start, so each finds it
+    let shared_port = start_shared_port(&mut ctx).await?;
     let up = skua_daemon::bring_up(&ctx, 0, routes)
         .await
         .context("master")?;
@@ -321,8 +334,40 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     drop(events);
     let _ = adv_task.await;
     up.shut_down().await;
+    if let Some(port) = shared_port {
+        port.shutdown().await;
+    }
     tracing::info!("master exiting");
     Ok(())
+}
+
+/// Opens the host's shared port when `USE_SHARED_PORT` says so (see
+/// [`DaemonContext::use_shared_port`]): one TCP port in front of every
+/// daemon of the host, the master's own server included. Records its port
+/// in the context, from which the children learn it.
+async fn start_shared_port(
+    ctx: &mut DaemonContext,
+) -> anyhow::Result<Option<skua_net::SharedPortHandle>> {
+    if !ctx.use_shared_port()? {
+        return Ok(None);
+    }
+    let plan = ctx.listen_plan()?;
+    let port = ctx.shared_port_port()?;
+    let dir = ctx.daemon_socket_dir()?;
+    skua_daemon::context::create_private_dir(&dir)?;
+    let mut config = skua_net::SharedPortConfig::new(&dir);
+    config.default_id = ctx.shared_port_default_id()?;
+    let addr = std::net::SocketAddr::new(plan.bind, port);
+    let listener = skua_net::SharedPort::bind(addr, config)
+        .await
+        .with_context(|| format!("opening the shared port on {addr}"))?;
+    let bound = listener.local_addr()?;
+    tracing::info!(
+        "shared port listening on {bound} (handoff sockets in {})",
+        dir.display()
+    );
+    ctx.shared_port = Some(bound.port());
+    Ok(Some(listener.spawn()))
 }
 
 /// Spawns one child; reports its exit on `events`.
@@ -345,7 +390,12 @@ fn spawn_child(
         let out = skua_daemon::logging::open_private_append(&log)
             .with_context(|| format!("opening {}", log.display()))?;
         let err = out.try_clone()?;
-        let child = tokio::process::Command::new(&program)
+        let mut command = tokio::process::Command::new(&program);
+        match ctx.shared_port {
+            Some(port) => command.env(skua_daemon::context::SHARED_PORT_ENV, port.to_string()),
+            None => command.env_remove(skua_daemon::context::SHARED_PORT_ENV),
+        };
+        let child = command
             .args(&args)
             .stdin(std::process::Stdio::null())
             .stdout(out)

@@ -83,6 +83,9 @@ struct Inner {
     idle: Mutex<Vec<Idle>>,
     /// A test's fault filter (see [`crate::FaultFilter`]).
     faults: Option<Tap>,
+    /// The shared-port preamble sent first on each TCP connection
+    /// ([`Client::with_shared_port_id`]).
+    shared_port: Option<Arc<[u8]>>,
 }
 
 struct Idle {
@@ -141,6 +144,7 @@ impl Client {
                 max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
                 idle: Mutex::new(Vec::new()),
                 faults: None,
+                shared_port: None,
             }),
         })
     }
@@ -158,6 +162,7 @@ impl Client {
                 max_response_bytes: max,
                 idle: Mutex::new(Vec::new()),
                 faults: self.inner.faults.clone(),
+                shared_port: self.inner.shared_port.clone(),
             }),
         }
     }
@@ -187,6 +192,7 @@ impl Client {
                 max_response_bytes: self.inner.max_response_bytes,
                 idle: Mutex::new(Vec::new()),
                 faults: self.inner.faults.clone(),
+                shared_port: self.inner.shared_port.clone(),
             }),
         })
     }
@@ -210,8 +216,44 @@ impl Client {
                     from: from.to_string(),
                     to: to.map(str::to_string),
                 }),
+                shared_port: self.inner.shared_port.clone(),
             }),
         }
+    }
+
+    /// The same client reaching the daemon `id` behind the shared port
+    /// at its TCP address: each connection begins with the shared-port
+    /// preamble naming `id` (see [`crate::shared_port`]), then TLS or HTTP
+    /// as usual. Fails on an invalid id. Connections are not shared with
+    /// the original.
+    pub fn with_shared_port_id(&self, id: &str) -> Result<Client, NetError> {
+        let preamble = crate::shared_port::preamble(id)?;
+        let mut label = self.inner.label.clone();
+        if matches!(self.inner.endpoint, Endpoint::Tcp(_) | Endpoint::Tls(..)) {
+            label = format!("{label}?sock={id}");
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                endpoint: self.inner.endpoint.clone(),
+                label,
+                authorization: self.inner.authorization.clone(),
+                timeout: self.inner.timeout,
+                tls: self.inner.tls.clone(),
+                max_response_bytes: self.inner.max_response_bytes,
+                idle: Mutex::new(Vec::new()),
+                faults: self.inner.faults.clone(),
+                shared_port: Some(Arc::from(preamble)),
+            }),
+        })
+    }
+
+    /// The shared-port id this client's connections are routed to.
+    pub fn shared_port_id(&self) -> Option<&str> {
+        self.inner
+            .shared_port
+            .as_deref()
+            .and_then(|p| p.get(6..))
+            .and_then(|id| std::str::from_utf8(id).ok())
     }
 
     /// Asks the fault filter (if any) about a call to `path`: fails it
@@ -683,13 +725,11 @@ impl Client {
         };
         match &self.inner.endpoint {
             Endpoint::Tcp(addr) => {
-                let s = TcpStream::connect(addr).await.map_err(connect_err)?;
-                let _ = s.set_nodelay(true);
+                let s = self.connect_tcp(addr).await?;
                 self.handshake(s).await
             }
             Endpoint::Tls(addr, _) => {
-                let s = TcpStream::connect(addr).await.map_err(connect_err)?;
-                let _ = s.set_nodelay(true);
+                let s = self.connect_tcp(addr).await?;
                 let Some((connector, _)) = &self.inner.tls else {
                     return Err(NetError::Config(
                         "tls endpoint without tls configuration".into(),
@@ -706,6 +746,21 @@ impl Client {
                 self.handshake(s).await
             }
         }
+    }
+
+    /// A TCP connection to `addr`, the shared-port preamble sent if the
+    /// client has one.
+    async fn connect_tcp(&self, addr: &SocketAddr) -> Result<TcpStream, NetError> {
+        let connect_err = |source| NetError::Connect {
+            endpoint: self.inner.label.clone(),
+            source,
+        };
+        let mut s = TcpStream::connect(addr).await.map_err(connect_err)?;
+        let _ = s.set_nodelay(true);
+        if let Some(preamble) = &self.inner.shared_port {
+            s.write_all(preamble).await.map_err(connect_err)?;
+        }
+        Ok(s)
     }
 
     async fn handshake<IO, B>(&self, io: IO) -> Result<SendRequest<B>, NetError>

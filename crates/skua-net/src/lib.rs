@@ -16,6 +16,10 @@
 //!   anonymous. [`pki`] makes the pool CA and host certificates.
 //! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
 //!   the level hierarchy, narrowed by the token's scope.
+//! - [`shared_port`]: one TCP port per host in front of every daemon
+//!   ([`SharedPort`]), connections passed to each daemon's
+//!   [`Listener::handoff`] socket; clients name the daemon with
+//!   [`Client::with_shared_port_id`].
 //! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
 //!   timeout, failing with [`NetError`]; in tests, through a
 //!   [`FaultFilter`] that drops, delays or cuts calls between daemons.
@@ -34,6 +38,7 @@ pub mod pki;
 mod policy;
 mod revocation;
 mod server;
+pub mod shared_port;
 mod stream;
 pub mod tls;
 mod token;
@@ -55,6 +60,7 @@ pub use server::{
     ApiError, Caller, Json, Listener, PeerAddress, Routes, Server, ServerConfig, ServerHandle,
     CERTIFICATE_USER,
 };
+pub use shared_port::{SharedPort, SharedPortConfig, SharedPortHandle};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,

@@ -611,6 +611,13 @@ enum ListenerKind {
         listener: UnixListener,
         path: PathBuf,
     },
+    /// A handoff socket: TCP connections passed by the host's shared port
+    /// (see [`crate::shared_port`]), served like accepted ones.
+    Handoff {
+        listener: UnixListener,
+        path: PathBuf,
+        tls: Option<TlsAcceptor>,
+    },
 }
 
 impl Listener {
@@ -684,19 +691,49 @@ impl Listener {
         })
     }
 
+    /// A handoff socket at `path` (mode 0600; its directory should be the
+    /// daemon's own) on which the host's shared port passes the TCP
+    /// connections meant for this server, which serves them as if it had
+    /// accepted them: with TLS when `tls` is given, the peer being the
+    /// connection's remote address. A stale socket file is replaced.
+    pub async fn handoff(
+        path: &Path,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Result<Self, NetError> {
+        let listener = crate::shared_port::bind_handoff(path)?;
+        Ok(Listener {
+            kind: ListenerKind::Handoff {
+                listener,
+                path: path.to_path_buf(),
+                tls: tls.map(TlsAcceptor::from),
+            },
+        })
+    }
+
+    /// [`Listener::handoff`] with TLS, certificate chain and key read
+    /// from PEM files.
+    pub async fn handoff_tls_from_files(
+        path: &Path,
+        cert_chain_path: &Path,
+        key_path: &Path,
+    ) -> Result<Self, NetError> {
+        let config = crate::tls::server_config_from_files(cert_chain_path, key_path)?;
+        Listener::handoff(path, Some(config)).await
+    }
+
     /// The bound address of a TCP or TLS listener.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.kind {
             ListenerKind::Tcp { listener, .. } => listener.local_addr().ok(),
-            ListenerKind::Unix { .. } => None,
+            ListenerKind::Unix { .. } | ListenerKind::Handoff { .. } => None,
         }
     }
 
-    /// The path of a Unix-socket listener.
+    /// The path of a Unix-socket (or handoff) listener.
     pub fn unix_path(&self) -> Option<&Path> {
         match &self.kind {
             ListenerKind::Tcp { .. } => None,
-            ListenerKind::Unix { path, .. } => Some(path),
+            ListenerKind::Unix { path, .. } | ListenerKind::Handoff { path, .. } => Some(path),
         }
     }
 }
@@ -850,6 +887,8 @@ async fn shutdown_requested(rx: &mut watch::Receiver<bool>) {
 enum Accepted {
     Tcp(TcpStream, SocketAddr),
     Unix(UnixStream),
+    /// A connection on a handoff socket, carrying a TCP connection.
+    Handoff(UnixStream),
 }
 
 async fn accept_loop(shared: Arc<Shared>, kind: ListenerKind, mut shutdown: watch::Receiver<bool>) {
@@ -857,6 +896,7 @@ async fn accept_loop(shared: Arc<Shared>, kind: ListenerKind, mut shutdown: watc
     let (tls, unix_path) = match &kind {
         ListenerKind::Tcp { tls, .. } => (tls.clone(), None),
         ListenerKind::Unix { path, .. } => (None, Some(path.clone())),
+        ListenerKind::Handoff { path, tls, .. } => (tls.clone(), Some(path.clone())),
     };
     loop {
         let accepted = tokio::select! {
@@ -904,6 +944,10 @@ async fn accept(kind: &ListenerKind) -> std::io::Result<Accepted> {
             let (s, _) = listener.accept().await?;
             Ok(Accepted::Unix(s))
         }
+        ListenerKind::Handoff { listener, .. } => {
+            let (s, _) = listener.accept().await?;
+            Ok(Accepted::Handoff(s))
+        }
     }
 }
 
@@ -914,52 +958,11 @@ async fn connection(
     shutdown: watch::Receiver<bool>,
 ) {
     match accepted {
-        Accepted::Tcp(stream, peer) => {
-            let _ = stream.set_nodelay(true);
-            let mut info = ConnInfo {
-                peer: peer.to_string().into(),
-                host: peer.ip().to_string().into(),
-                local: None,
-                ip: Some(peer.ip()),
-                cert: None,
-            };
-            let Some(acceptor) = tls else {
-                return serve_connection(shared, stream, info, shutdown).await;
-            };
-            match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await
-            {
-                Ok(Ok(stream)) => {
-                    if let Some(der) = stream
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .and_then(|c| c.first())
-                    {
-                        match CertInfo::parse(der, "client certificate") {
-                            Ok(c) => {
-                                info.cert = Some(Arc::new(PeerCert {
-                                    host: c.common_name,
-                                    id: c.serial_hex,
-                                }))
-                            }
-                            Err(e) => {
-                                tracing::warn!(peer = %peer, error = %e, "refused a client certificate that does not parse");
-                                return;
-                            }
-                        }
-                    }
-                    serve_connection(shared, stream, info, shutdown).await
-                }
-                Ok(Err(e)) => {
-                    let reason = match crate::tls::find_rustls_error(&e) {
-                        Some(r) => crate::tls::describe(r, crate::tls::Side::Server),
-                        None => e.to_string(),
-                    };
-                    tracing::warn!(peer = %peer, "tls handshake failed: {reason}")
-                }
-                Err(_) => tracing::warn!(peer = %peer, "tls handshake timed out"),
-            }
-        }
+        Accepted::Tcp(stream, peer) => serve_tcp(shared, stream, peer, tls, shutdown).await,
+        Accepted::Handoff(unix) => match crate::shared_port::receive(unix).await {
+            Ok((stream, peer)) => serve_tcp(shared, stream, peer, tls, shutdown).await,
+            Err(e) => tracing::warn!("handoff from the shared port refused: {e}"),
+        },
         Accepted::Unix(stream) => {
             let (identity, peer) = match stream.peer_cred() {
                 Ok(cred) => {
@@ -986,6 +989,59 @@ async fn connection(
             };
             serve_connection(shared, stream, info, shutdown).await
         }
+    }
+}
+
+async fn serve_tcp(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut info = ConnInfo {
+        peer: peer.to_string().into(),
+        host: peer.ip().to_string().into(),
+        local: None,
+        ip: Some(peer.ip()),
+        cert: None,
+    };
+    let Some(acceptor) = tls else {
+        return serve_connection(shared, stream, info, shutdown).await;
+    };
+    match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await
+    {
+        Ok(Ok(stream)) => {
+            if let Some(der) = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+            {
+                match CertInfo::parse(der, "client certificate") {
+                    Ok(c) => {
+                        info.cert = Some(Arc::new(PeerCert {
+                            host: c.common_name,
+                            id: c.serial_hex,
+                        }))
+                    }
+                    Err(e) => {
+                        tracing::warn!(peer = %peer, error = %e, "refused a client certificate that does not parse");
+                        return;
+                    }
+                }
+            }
+            serve_connection(shared, stream, info, shutdown).await
+        }
+        Ok(Err(e)) => {
+            let reason = match crate::tls::find_rustls_error(&e) {
+                Some(r) => crate::tls::describe(r, crate::tls::Side::Server),
+                None => e.to_string(),
+            };
+            tracing::warn!(peer = %peer, "tls handshake failed: {reason}")
+        }
+        Err(_) => tracing::warn!(peer = %peer, "tls handshake timed out"),
     }
 }
 

@@ -26,13 +26,12 @@ async fn the_daemons_come_up_advertise_and_stop_cleanly() {
         })
         .await
         .unwrap();
-    let addr = format!("<{}>", pool.address("STARTD"));
+    let addr = pool.address("STARTD");
     for ad in &slots {
         let mut ev = classad::Evaluator::default();
-        assert_eq!(
-            ev.eval_attr("MyAddress", ad, None).as_string(),
-            Some(addr.clone())
-        );
+        let my_address = ev.eval_attr("MyAddress", ad, None).as_string().unwrap();
+        let sinful = skua_daemon::address::Sinful::parse(&my_address).unwrap();
+        assert_eq!(sinful.addr, addr, "{my_address}");
         assert_eq!(
             ev.eval_attr("State", ad, None).as_string().as_deref(),
             Some("Unclaimed")
