@@ -24,6 +24,7 @@ mod client;
 mod error;
 mod fault;
 mod handler;
+mod hosts;
 mod identity;
 mod limits;
 mod policy;
@@ -40,7 +41,7 @@ pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
-pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
+pub use policy::{CompiledPolicy, PeerHost, PolicyError, SecurityPolicy};
 pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,

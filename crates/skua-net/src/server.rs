@@ -62,7 +62,7 @@ use crate::handler::Typed;
 use crate::identity::local_identity;
 use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
 use crate::token::verify_token;
-use crate::{Identity, NetError, SecurityPolicy, SigningKey};
+use crate::{CompiledPolicy, Identity, NetError, PeerHost, SecurityPolicy, SigningKey};
 
 /// How long a connection may take to send a request's headers (and how
 /// long an idle keep-alive connection is kept).
@@ -116,8 +116,10 @@ struct Authenticated {
     identity: Identity,
     /// The token's scope; `None` when the caller used no token.
     scope: Option<Arc<[AuthLevel]>>,
-    policy: Arc<SecurityPolicy>,
+    policy: Arc<CompiledPolicy>,
     peer: Arc<str>,
+    /// The peer's host, for host entries of the policy.
+    from: Arc<PeerHost>,
 }
 
 impl Authenticated {
@@ -130,7 +132,7 @@ impl Authenticated {
 
     fn levels(&self) -> Vec<AuthLevel> {
         self.policy
-            .levels(&self.identity)
+            .levels(&self.identity, &self.from)
             .into_iter()
             .filter(|l| self.scope_covers(*l))
             .collect()
@@ -140,7 +142,7 @@ impl Authenticated {
     fn authorize(&self, required: Option<AuthLevel>) -> Result<(), ApiError> {
         let who = &self.identity;
         let Some(level) = required else {
-            if who.is_anonymous() && !self.policy.allow_anonymous_read {
+            if who.is_anonymous() && !self.policy.allow_anonymous_read() {
                 return Err(ApiError::new(
                     ErrorCode::Unauthenticated,
                     "authentication required: present a token",
@@ -151,7 +153,7 @@ impl Authenticated {
         if who.is_anonymous() {
             return self
                 .policy
-                .check(who, level)
+                .check(who, &self.from, level)
                 .map_err(|m| ApiError::new(ErrorCode::Unauthenticated, m));
         }
         if !self.scope_covers(level) {
@@ -168,7 +170,7 @@ impl Authenticated {
                 ),
             ));
         }
-        self.policy.check(who, level).map_err(|m| {
+        self.policy.check(who, &self.from, level).map_err(|m| {
             ApiError::new(
                 ErrorCode::PermissionDenied,
                 format!("permission denied for {level}: {m}"),
@@ -637,7 +639,9 @@ async fn bind_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
 struct Shared {
     router: Router,
     admission: Arc<Admission>,
-    policy: Arc<SecurityPolicy>,
+    policy: Arc<CompiledPolicy>,
+    /// A Unix-socket peer's host: this one.
+    local_host: Arc<PeerHost>,
     signing_key: Option<SigningKey>,
     uid_domain: String,
     handler_timeout: Duration,
@@ -653,6 +657,8 @@ struct ConnInfo {
     host: Arc<str>,
     /// The peer's identity from kernel credentials (Unix sockets only).
     local: Option<Identity>,
+    /// The peer's host, for host entries of the policy.
+    from: Arc<PeerHost>,
 }
 
 /// A server ready to be spawned on listeners.
@@ -661,12 +667,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Checks the policy and assembles the service.
+    /// Checks the policy, resolves the host names it lists (once; a name
+    /// that does not resolve is logged and matches nothing) and assembles
+    /// the service.
     pub fn new(config: ServerConfig, routes: Routes) -> Result<Self, NetError> {
-        config
+        let local_ips = crate::hosts::local_ips();
+        let policy = config
             .policy
-            .validate()
+            .compile(&mut crate::hosts::resolve, &local_ips)
             .map_err(|e| NetError::Config(e.to_string()))?;
+        for (name, why) in policy.unresolved() {
+            tracing::warn!(host = %name, "security policy: host name does not resolve ({why}); its entries match nothing");
+        }
+        let local_host = PeerHost::local(&local_ips, &crate::hosts::host_names());
         let router = routes
             .router
             .fallback(not_found)
@@ -675,7 +688,8 @@ impl Server {
             shared: Arc::new(Shared {
                 router,
                 admission: Admission::new(config.concurrency),
-                policy: Arc::new(config.policy),
+                policy: Arc::new(policy),
+                local_host: Arc::new(local_host),
                 signing_key: config.signing_key,
                 uid_domain: config.uid_domain,
                 handler_timeout: config.handler_timeout,
@@ -830,6 +844,7 @@ async fn connection(
                 peer: peer.to_string().into(),
                 host: peer.ip().to_string().into(),
                 local: None,
+                from: Arc::new(PeerHost::ip(peer.ip())),
             };
             let Some(acceptor) = tls else {
                 return serve_connection(shared, stream, info, shutdown).await;
@@ -862,6 +877,7 @@ async fn connection(
                 peer: peer.into(),
                 host: "local".into(),
                 local: Some(identity),
+                from: shared.local_host.clone(),
             };
             serve_connection(shared, stream, info, shutdown).await
         }
@@ -1023,5 +1039,6 @@ fn authenticate(
         scope,
         policy: shared.policy.clone(),
         peer: info.peer.clone(),
+        from: info.from.clone(),
     })
 }
