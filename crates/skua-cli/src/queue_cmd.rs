@@ -763,6 +763,15 @@ mod tests {
     }
 
     #[test]
+    fn addresses_are_shown_without_their_parameters() {
+        assert_eq!(shown_address("<10.0.0.5:9618>"), "<10.0.0.5:9618>");
+        assert_eq!(
+            shown_address("<10.0.0.5:9618?sock=schedd>"),
+            "<10.0.0.5:9618?...>"
+        );
+    }
+
+    #[test]
     fn job_refs() {
         assert!(is_job_ref("1"));
         assert!(is_job_ref("1.0"));
