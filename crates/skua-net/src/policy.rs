@@ -83,7 +83,9 @@ pub struct PeerHost {
     /// a Unix-socket peer, this host's (loopback included).
     pub ips: Vec<IpAddr>,
     /// Host names the peer is known by (lower case), for `*.domain`
-    /// entries: for a Unix-socket peer, this host's names.
+    /// entries: for a TCP peer, its confirmed reverse name (found only when
+    /// the policy has such entries); for a Unix-socket peer, this host's
+    /// names.
     pub names: Vec<String>,
 }
 

@@ -844,7 +844,7 @@ async fn connection(
                 peer: peer.to_string().into(),
                 host: peer.ip().to_string().into(),
                 local: None,
-                from: Arc::new(PeerHost::ip(peer.ip())),
+                from: Arc::new(tcp_peer_host(&shared, peer.ip()).await),
             };
             let Some(acceptor) = tls else {
                 return serve_connection(shared, stream, info, shutdown).await;
@@ -882,6 +882,19 @@ async fn connection(
             serve_connection(shared, stream, info, shutdown).await
         }
     }
+}
+
+/// A TCP peer as host entries see it: its address, and, when the policy
+/// has `*.domain` entries, the name it is known by (a reverse lookup that
+/// resolves back to it).
+async fn tcp_peer_host(shared: &Shared, ip: std::net::IpAddr) -> PeerHost {
+    let mut host = PeerHost::ip(ip);
+    if shared.policy.matches_names() {
+        if let Ok(names) = tokio::task::spawn_blocking(move || crate::hosts::names_of(ip)).await {
+            host.names = names;
+        }
+    }
+    host
 }
 
 async fn serve_connection<IO>(
