@@ -10,7 +10,10 @@
 //! - Authentication: `Authorization: Bearer <token>` with HS256 tokens
 //!   signed by the pool [`SigningKey`] ([`issue_token`], [`verify_token`]);
 //!   on a Unix socket without a token, the kernel's peer credentials
-//!   (`name@UID_DOMAIN`, method `local`); otherwise anonymous.
+//!   (`name@UID_DOMAIN`, method `local`); over TLS, a client certificate
+//!   signed by the pool CA (`condor@HOST`, method `ssl`, refused when its
+//!   credential id is in the server's [`Revocations`]); otherwise
+//!   anonymous. [`pki`] makes the pool CA and host certificates.
 //! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
 //!   the level hierarchy, narrowed by the token's scope.
 //! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
@@ -27,7 +30,9 @@ mod handler;
 mod hosts;
 mod identity;
 mod limits;
+pub mod pki;
 mod policy;
+mod revocation;
 mod server;
 mod stream;
 pub mod tls;
@@ -42,11 +47,15 @@ pub use identity::{
 };
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{CompiledPolicy, PeerHost, PolicyError, SecurityPolicy};
-pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use revocation::Revocations;
+pub use server::{
+    ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle, CERTIFICATE_USER,
+};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
 };
+pub use tls::ClientIdentity;
 pub use token::{
     issue_token, sign_claims, verify_token, verify_token_at, SigningKey, TokenError, KEY_LEN,
     MAX_CLOCK_SKEW, MAX_TOKEN_LEN, MIN_KEY_LEN,
