@@ -906,6 +906,13 @@ async fn connection(
                     {
                         match CertInfo::parse(der, "client certificate") {
                             Ok(c) => {
+                                // the pool CA vouches for the host name:
+                                // `*.domain` entries may match it
+                                if let Some(host) = &c.common_name {
+                                    let mut from = (*info.from).clone();
+                                    from.names.push(host.to_ascii_lowercase());
+                                    info.from = Arc::new(from);
+                                }
                                 info.cert = Some(Arc::new(PeerCert {
                                     host: c.common_name,
                                     id: c.serial_hex,
