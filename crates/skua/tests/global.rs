@@ -157,6 +157,28 @@ fn q_global_and_name_show_every_schedd_and_rights_are_checked_where_the_jobs_are
         "{out}"
     );
 
+    // -pool: the same, asking the collector named by address (from pool
+    // B's configuration); a collector that is not there is an error
+    let collector = std::fs::read_to_string(a.dir.join("log/.collector_address")).unwrap();
+    let collector = collector
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
+    let out = b.ok(&[
+        "q",
+        "-global",
+        "-pool",
+        collector,
+        "-allusers",
+        "-af",
+        "JobBatchName",
+    ]);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["from-a", "from-a", "from-b"], "{out}");
+    let out = b.skua(&["q", "-global", "-pool", "127.0.0.1:1"]);
+    assert!(!out.status.success());
+
     // -name: that schedd alone
     let out = a.ok(&[
         "q",
