@@ -55,6 +55,83 @@ pub(crate) fn client_for(
     Ok(locator.network_client(token, timeout)?)
 }
 
+/// The user's token, if any: `SKUA_TOKEN_FILE`, else the first in the
+/// token directories.
+fn user_token(config: &skua_config::Config) -> Result<Option<String>> {
+    if let Some(path) = std::env::var_os("SKUA_TOKEN_FILE") {
+        let path = PathBuf::from(path);
+        let token = std::fs::read_to_string(&path)
+            .with_context(|| format!("SKUA_TOKEN_FILE {}", path.display()))?;
+        return Ok(Some(token.trim().to_string()));
+    }
+    let dirs = skua_daemon::security::token_dirs(config, home().as_deref())?;
+    Ok(skua_daemon::security::find_token(&dirs))
+}
+
+/// The pool CA (`AUTH_SSL_CLIENT_CAFILE`), if configured.
+fn pool_ca(config: &skua_config::Config) -> Result<Option<String>> {
+    match config
+        .get("AUTH_SSL_CLIENT_CAFILE")
+        .context("AUTH_SSL_CLIENT_CAFILE")?
+    {
+        Some(path) => {
+            Ok(Some(std::fs::read_to_string(&path).with_context(|| {
+                format!("AUTH_SSL_CLIENT_CAFILE {path}")
+            })?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// A client for the daemon at `address` (an ad's `MyAddress`, HTCondor's
+/// sinful string), on another host or in another pool: over the network,
+/// TLS trusting `AUTH_SSL_CLIENT_CAFILE` unless loopback, with the user's
+/// token if they have one (else anonymous: READ at most).
+pub(crate) fn client_at_address(
+    config: &skua_config::Config,
+    address: &str,
+    timeout: Duration,
+) -> Result<Client> {
+    let token = user_token(config)?;
+    let ca = pool_ca(config)?;
+    skua_daemon::context::client_at(address, token, ca, timeout)
+        .with_context(|| format!("reaching {address}"))
+}
+
+/// A client for the collector: this pool's, or with `pool`
+/// (`HOST[:PORT]`, port 9618 by default) another pool's, over the network
+/// as [`client_at_address`].
+pub(crate) fn collector_client(
+    config: &skua_config::Config,
+    pool: Option<&str>,
+    timeout: Duration,
+) -> Result<Client> {
+    let Some(pool) = pool else {
+        return client_for(config, "COLLECTOR", timeout);
+    };
+    let addr = resolve_pool(pool)?;
+    client_at_address(config, &format!("<{addr}>"), timeout)
+}
+
+/// `HOST[:PORT]` (or `<ip:port>`) to an address, port 9618 by default.
+fn resolve_pool(pool: &str) -> Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let hp = pool.trim().trim_start_matches('<').trim_end_matches('>');
+    let hp = hp.split('?').next().unwrap_or(hp);
+    if let Ok(a) = hp.parse::<std::net::SocketAddr>() {
+        return Ok(a);
+    }
+    let with_port = match hp.rsplit_once(':') {
+        Some((_, p)) if p.parse::<u16>().is_ok() => hp.to_string(),
+        _ => format!("{hp}:{}", skua_daemon::context::DEFAULT_COLLECTOR_PORT),
+    };
+    with_port
+        .to_socket_addrs()
+        .with_context(|| format!("-pool {pool}: cannot resolve"))?
+        .next()
+        .with_context(|| format!("-pool {pool}: no address"))
+}
+
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -99,6 +176,9 @@ pub struct StatusArgs {
     /// (condor_status -state).
     #[arg(long)]
     state: bool,
+    /// Another pool's collector, `HOST[:PORT]` (port 9618 by default).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pool: Option<String>,
 }
 
 pub fn status(a: StatusArgs) -> ExitCode {
@@ -123,7 +203,7 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
         classad::parse_expr(c).with_context(|| format!("-constraint {c:?}"))?;
     }
     let config = load_config()?;
-    let client = client_for(&config, "COLLECTOR", Duration::from_secs(20))?;
+    let client = collector_client(&config, a.pool.as_deref(), Duration::from_secs(20))?;
     let q = Query {
         ad_type: ad_type.to_string(),
         constraint: a.constraint.clone(),
@@ -148,6 +228,8 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
         form.render(&ads, now)
     } else if a.state && ad_type == "Machine" {
         status_fmt::format_state(&ads, now)
+    } else if ad_type == "Negotiator" {
+        status_fmt::format_negotiators(&ads, now, crate::queue_cmd::utc_offset(now))
     } else {
         status_fmt::format_default(ad_type, &ads, now)
     };

@@ -14,7 +14,9 @@ use skua_proto::{
 };
 
 use crate::ad_output::{AdOutput, AdOutputArgs};
-use crate::pool_cmd::{client_for, load_config, report, runtime};
+use crate::pool_cmd::{
+    client_at_address, client_for, collector_client, load_config, report, runtime,
+};
 use crate::q_fmt;
 
 /// How long a queue command waits for the schedd.
@@ -94,6 +96,23 @@ pub struct QArgs {
     /// with how many slots satisfy it, and a summary of the pool's slots.
     #[arg(long = "better-analyze", alias = "analyze")]
     better_analyze: bool,
+    #[command(flatten)]
+    schedd: ScheddArgs,
+}
+
+/// Which schedd a queue command talks to: this host's by default.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ScheddArgs {
+    /// Every schedd of the pool, as listed by the collector
+    /// (condor_q -global).
+    #[arg(long, conflicts_with = "name")]
+    global: bool,
+    /// The schedd of this name, as listed by the collector.
+    #[arg(long, value_name = "SCHEDD")]
+    name: Option<String>,
+    /// Ask this pool's collector, `HOST[:PORT]` (port 9618 by default).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pool: Option<String>,
 }
 
 /// The attributes the table views print.
@@ -137,11 +156,23 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         None => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
     };
     let config = load_config()?;
+    let summary = form.is_none() && !(a.nobatch || a.hold || a.run);
+    if a.schedd.global || a.schedd.name.is_some() {
+        if a.better_analyze && a.schedd.global {
+            bail!("-better-analyze looks at one schedd: name it with -name");
+        }
+        let query = JobQuery {
+            selector,
+            projection: if summary { Vec::new() } else { projection },
+            limit: None,
+            summary,
+        };
+        return q_across(&a, &config, query, form, user, only_mine);
+    }
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
     if a.better_analyze {
         return better_analyze(&config, &client, selector, &user);
     }
-    let summary = form.is_none() && !(a.nobatch || a.hold || a.run);
     let query = JobQuery {
         selector,
         projection: if summary { Vec::new() } else { projection },
@@ -166,19 +197,196 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         user,
         only_mine,
     };
-    let out = if a.totals {
-        q_fmt::totals_lines(&q_fmt::Totals::of_batches(&reply.batches), Some(&all), &ctx)
-    } else if a.hold {
-        q_fmt::format_held(&ads, Some(&all), &ctx)
-    } else if a.run {
-        q_fmt::format_running(&ads, Some(&all), &ctx)
-    } else if a.nobatch {
-        q_fmt::format_jobs(&ads, Some(&all), &ctx)
-    } else {
-        q_fmt::format_batches(&reply.batches, Some(&all), &ctx)
-    };
-    print!("{out}");
+    print!("{}", q_section(&a, &reply, &ads, &all, &ctx));
     Ok(ExitCode::SUCCESS)
+}
+
+/// One schedd's section of `skua q`'s table output: the header line, the
+/// table `a` asks for, the totals.
+fn q_section(
+    a: &QArgs,
+    reply: &JobQueryReply,
+    ads: &[ClassAd],
+    all: &q_fmt::Totals,
+    ctx: &q_fmt::QContext,
+) -> String {
+    let all = Some(all);
+    if a.totals {
+        q_fmt::totals_lines(&q_fmt::Totals::of_batches(&reply.batches), all, ctx)
+    } else if a.hold {
+        q_fmt::format_held(ads, all, ctx)
+    } else if a.run {
+        q_fmt::format_running(ads, all, ctx)
+    } else if a.nobatch {
+        q_fmt::format_jobs(ads, all, ctx)
+    } else {
+        q_fmt::format_batches(&reply.batches, all, ctx)
+    }
+}
+
+/// A schedd as the collector lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ScheddTarget {
+    name: String,
+    /// `MyAddress`, the sinful string it is reached at.
+    address: String,
+    machine: String,
+}
+
+fn ad_string(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.lookup(name) {
+        Some(classad::Expr::Lit(v)) => v.as_string(),
+        _ => None,
+    }
+}
+
+/// The schedds the collector knows (only the one named `only`, if given),
+/// by name.
+fn schedd_targets(
+    config: &skua_config::Config,
+    pool: Option<&str>,
+    only: Option<&str>,
+) -> Result<Vec<ScheddTarget>> {
+    let collector = collector_client(config, pool, Duration::from_secs(20))?;
+    let reply: skua_proto::QueryReply = runtime()?
+        .block_on(collector.command(
+            &routes::COLLECTOR_QUERY,
+            Some(&skua_proto::Query {
+                ad_type: "Scheduler".into(),
+                constraint: None,
+                projection: vec!["Name".into(), "MyAddress".into(), "Machine".into()],
+            }),
+        ))
+        .context("asking the collector for the schedds")?;
+    let mut targets = Vec::new();
+    for text in &reply.ads {
+        let ad = classad::parse_ad(text).context("the collector sent an ad that does not parse")?;
+        let (Some(name), Some(address)) = (ad_string(&ad, "Name"), ad_string(&ad, "MyAddress"))
+        else {
+            continue;
+        };
+        if only.is_some_and(|n| n != name) {
+            continue;
+        }
+        let machine = ad_string(&ad, "Machine").unwrap_or_else(|| address.clone());
+        targets.push(ScheddTarget {
+            name,
+            address,
+            machine,
+        });
+    }
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(targets)
+}
+
+/// This host's schedd's name: `SCHEDD_NAME`, else the host's full name.
+fn local_schedd_name(config: &skua_config::Config) -> String {
+    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
+        .get("FULL_HOSTNAME")
+        .cloned()
+        .unwrap_or_else(|| "localhost".into());
+    config.get("SCHEDD_NAME").ok().flatten().unwrap_or(host)
+}
+
+/// A client for the schedd `t`: this host's own through its usual way in
+/// (the Unix socket: the user acts as themselves), any other at its
+/// address over the network (see [`client_at_address`]: the user's token
+/// if they have one, else anonymous, so READ at most).
+fn schedd_client(config: &skua_config::Config, t: &ScheddTarget) -> Result<skua_net::Client> {
+    if t.name == local_schedd_name(config) {
+        return client_for(config, "SCHEDD", TIMEOUT);
+    }
+    client_at_address(config, &t.address, TIMEOUT)
+}
+
+/// The one schedd named `name` in the collector (`-name`).
+fn named_schedd(config: &skua_config::Config, s: &ScheddArgs, name: &str) -> Result<ScheddTarget> {
+    schedd_targets(config, s.pool.as_deref(), Some(name))?
+        .into_iter()
+        .next()
+        .with_context(|| format!("the collector has no record of a schedd named {name}"))
+}
+
+/// An address as condor_q shows it: the parameters after `?` elided.
+fn shown_address(address: &str) -> String {
+    match address.split_once('?') {
+        Some((base, _)) => format!("{base}?...>"),
+        None => address.to_string(),
+    }
+}
+
+/// `skua q -global` / `skua q -name`: each schedd asked in turn, one
+/// section each; a schedd that does not answer is reported on stderr and
+/// the others are still shown.
+fn q_across(
+    a: &QArgs,
+    config: &skua_config::Config,
+    query: JobQuery,
+    form: Option<AdOutput>,
+    user: String,
+    only_mine: bool,
+) -> Result<ExitCode> {
+    let targets = match &a.schedd.name {
+        Some(name) => vec![named_schedd(config, &a.schedd, name)?],
+        None => schedd_targets(config, a.schedd.pool.as_deref(), None)?,
+    };
+    if targets.is_empty() {
+        println!("All queues are empty");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = runtime()?;
+    if a.better_analyze {
+        let client = schedd_client(config, &targets[0])?.with_max_response_bytes(1 << 31);
+        return better_analyze(config, &client, query.selector, &user);
+    }
+    let mut failed = 0;
+    let mut ads_of_all = Vec::new();
+    for t in &targets {
+        let reply: Result<JobQueryReply> = schedd_client(config, t).and_then(|c| {
+            let c = c.with_max_response_bytes(1 << 31);
+            Ok(rt.block_on(c.command(&routes::SCHEDD_QUERY, Some(&query)))?)
+        });
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "\n-- Failed to fetch ads from: {} : {}\n{e:#}",
+                    shown_address(&t.address),
+                    t.machine
+                );
+                failed += 1;
+                continue;
+            }
+        };
+        let ads = parse_ads(&reply.ads)?;
+        if form.is_some() {
+            ads_of_all.extend(ads);
+            continue;
+        }
+        let all = totals_of(&reply.status_counts);
+        // as condor_q -global: a schedd with nothing to show gets no section
+        if a.schedd.global && ads.is_empty() && reply.batches.is_empty() && all.jobs == 0 {
+            continue;
+        }
+        let now = skua_daemon::now_secs();
+        let ctx = q_fmt::QContext {
+            schedd_name: t.name.clone(),
+            schedd_addr: shown_address(&t.address),
+            now,
+            utc_offset: utc_offset(now),
+            user: user.clone(),
+            only_mine,
+        };
+        print!("{}", q_section(a, &reply, &ads, &all, &ctx));
+    }
+    if let Some(form) = form {
+        print!("{}", form.render(&ads_of_all, skua_daemon::now_secs()));
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `skua q -better-analyze`: the jobs' ads from the schedd, the slots from
@@ -249,11 +457,7 @@ fn totals_of(counts: &[u64]) -> q_fmt::Totals {
 
 /// The schedd's name and address for the header line.
 fn schedd_identity(config: &skua_config::Config, client: &skua_net::Client) -> (String, String) {
-    let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
-        .get("FULL_HOSTNAME")
-        .cloned()
-        .unwrap_or_else(|| "localhost".into());
-    let name = config.get("SCHEDD_NAME").ok().flatten().unwrap_or(host);
+    let name = local_schedd_name(config);
     let network = skua_daemon::context::Locator::new(config, "SCHEDD")
         .and_then(|l| l.network_sinful())
         .ok();
@@ -283,6 +487,10 @@ pub struct ActArgs {
     /// `rm` only: drop jobs already in the Removed state at once.
     #[arg(long)]
     forcex: bool,
+    /// `-name SCHEDD` acts at that schedd (the user's rights are checked
+    /// there: without a token of theirs, a remote schedd refuses).
+    #[command(flatten)]
+    schedd: ScheddArgs,
 }
 
 pub fn act(kind: JobActionKind, a: ActArgs) -> ExitCode {
@@ -305,15 +513,29 @@ fn act_inner(mut kind: JobActionKind, a: ActArgs) -> Result<ExitCode> {
     if selector == JobSelector::default() {
         bail!("name the jobs: job ids (C or C.P), user names, -constraint EXPR or -all");
     }
+    if a.schedd.global {
+        bail!("-global is for skua q; name one schedd with -name");
+    }
     let config = load_config()?;
-    let client = client_for(&config, "SCHEDD", TIMEOUT)?;
+    let (client, at) = match &a.schedd.name {
+        None => (client_for(&config, "SCHEDD", TIMEOUT)?, None),
+        Some(name) => {
+            let t = named_schedd(&config, &a.schedd, name)?;
+            let at = format!("the schedd {} at {}", t.name, t.address);
+            (schedd_client(&config, &t)?, Some(at))
+        }
+    };
     let body = JobAction {
         action: kind,
         selector,
         reason: a.reason,
     };
-    let reply: JobActionReply =
-        runtime()?.block_on(client.command(&routes::SCHEDD_ACT, Some(&body)))?;
+    let reply: Result<JobActionReply, _> =
+        runtime()?.block_on(client.command(&routes::SCHEDD_ACT, Some(&body)));
+    let reply = match at {
+        Some(at) => reply.with_context(|| at)?,
+        None => reply?,
+    };
     for m in &reply.messages {
         println!("{m}");
     }
@@ -539,6 +761,15 @@ mod tests {
     fn a_bad_constraint_is_refused_before_asking_the_schedd() {
         let e = selector_of(&[], Some("JobPrio >".into()), false).unwrap_err();
         assert!(format!("{e:#}").contains("-constraint"), "{e:#}");
+    }
+
+    #[test]
+    fn addresses_are_shown_without_their_parameters() {
+        assert_eq!(shown_address("<10.0.0.5:9618>"), "<10.0.0.5:9618>");
+        assert_eq!(
+            shown_address("<10.0.0.5:9618?sock=schedd>"),
+            "<10.0.0.5:9618?...>"
+        );
     }
 
     #[test]

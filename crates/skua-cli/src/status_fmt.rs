@@ -367,6 +367,69 @@ pub fn format_masters(ads: &[ClassAd], now: i64) -> String {
     })
 }
 
+/// `-collector`: Name, Machine, the pool's running and idle jobs (when
+/// the ad carries them) and how many slots it holds.
+pub fn format_collectors(ads: &[ClassAd], now: i64) -> String {
+    let cols = [
+        col("Name", 0, Align::Left),
+        col("Machine", 0, Align::Left),
+        col("RunningJobs", 11, Align::Right),
+        col("  IdleJobs", 10, Align::Right),
+        col("HostsTotal", 10, Align::Right),
+    ];
+    let count = |ev: &mut Eval, ad: &ClassAd, name: &str| {
+        ev.int(ad, name).map(|i| i.to_string()).unwrap_or_default()
+    };
+    ad_table(ads, now, cols, |ev, ad| {
+        vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.string(ad, "Machine")),
+            count(ev, ad, "RunningJobs"),
+            count(ev, ad, "IdleJobs"),
+            count(ev, ad, "HostsTotal"),
+        ]
+    })
+}
+
+/// `-negotiator`: Name, Machine and the figures of the last cycle (its
+/// end in local time, seconds, candidate slots, submitters, schedds, idle
+/// jobs, matches, rejections).
+pub fn format_negotiators(ads: &[ClassAd], now: i64, utc_offset: i64) -> String {
+    let cols = [
+        col("Name", 0, Align::Left),
+        col("Machine", 0, Align::Left),
+        col("LastCycleEnd", 12, Align::Left),
+        col("(Sec)", 5, Align::Right),
+        col("  Slots", 7, Align::Right),
+        col("Submitrs", 8, Align::Right),
+        col("Schedds", 7, Align::Right),
+        col("   Jobs", 7, Align::Right),
+        col("Matches", 7, Align::Right),
+        col("Rejections", 10, Align::Right),
+    ];
+    let count = |ev: &mut Eval, ad: &ClassAd, name: &str| {
+        ev.int(ad, name).map(|i| i.to_string()).unwrap_or_default()
+    };
+    ad_table(ads, now, cols, |ev, ad| {
+        vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.string(ad, "Machine")),
+            ev.int(ad, "LastNegotiationCycleEnd0")
+                .map(|t| crate::q_fmt::short_date(t, utc_offset))
+                .unwrap_or_default(),
+            ev.real(ad, "LastNegotiationCycleDuration0")
+                .map(|d| format!("{}", d.round() as i64))
+                .unwrap_or_default(),
+            count(ev, ad, "LastNegotiationCycleCandidateSlots0"),
+            count(ev, ad, "LastNegotiationCycleActiveSubmitterCount0"),
+            count(ev, ad, "LastNegotiationCycleNumSchedulers0"),
+            count(ev, ad, "LastNegotiationCycleNumIdleJobs0"),
+            count(ev, ad, "LastNegotiationCycleMatches0"),
+            count(ev, ad, "LastNegotiationCycleRejections0"),
+        ]
+    })
+}
+
 /// `-any`: MyType, TargetType and Name of every ad.
 pub fn format_any(ads: &[ClassAd], now: i64) -> String {
     let cols = [
@@ -385,9 +448,12 @@ pub fn format_any(ads: &[ClassAd], now: i64) -> String {
 
 /// The default table for ads of `ad_type` (HTCondor's MyType or a usual
 /// alias, any case): slots, schedds, submitters and masters have their own
-/// tables; every other type gets the `-any` table.
+/// tables (negotiators' dates in UTC here; see [`format_negotiators`]);
+/// every other type gets the `-any` table.
 pub fn format_default(ad_type: &str, ads: &[ClassAd], now: i64) -> String {
     match ad_type.to_ascii_lowercase().as_str() {
+        "collector" => format_collectors(ads, now),
+        "negotiator" => format_negotiators(ads, now, 0),
         "machine" | "startd" | "slot" => format_machines(ads, now),
         "scheduler" | "schedd" => format_schedds(ads, now),
         "submitter" | "submittor" => format_submitters(ads, now),
@@ -669,7 +735,76 @@ Machine            Job                slot1@e
 None               None               untyped
 ";
         assert_eq!(format_any(&ads, NOW), expected);
-        assert_eq!(format_default("Negotiator", &ads, NOW), expected);
+        assert_eq!(format_default("Grid", &ads, NOW), expected);
+    }
+
+    #[test]
+    fn collector_table_lists_each_pools_collector() {
+        let ads = [
+            ad(concat!(
+                "MyType = \"Collector\"\nName = \"Pool A@cm.a.test\"\n",
+                "Machine = \"cm.a.test\"\nHostsTotal = 16\n",
+            )),
+            ad(concat!(
+                "MyType = \"Collector\"\nName = \"Pool B@cm.b.test\"\n",
+                "Machine = \"cm.b.test\"\nRunningJobs = 3\nIdleJobs = 4\nHostsTotal = 2\n",
+            )),
+        ];
+        let expected = "\
+Name             Machine   RunningJobs   IdleJobs HostsTotal
+
+Pool A@cm.a.test cm.a.test                                16
+Pool B@cm.b.test cm.b.test           3          4          2
+";
+        assert_eq!(format_default("Collector", &ads, NOW), expected);
+    }
+
+    #[test]
+    fn negotiator_table_shows_the_last_cycle() {
+        let a = ad(concat!(
+            "MyType = \"Negotiator\"\nName = \"cm.a.test\"\nMachine = \"cm.a.test\"\n",
+            "LastNegotiationCycleEnd0 = 1700000000\nLastNegotiationCycleDuration0 = 1.6\n",
+            "LastNegotiationCycleCandidateSlots0 = 16\n",
+            "LastNegotiationCycleActiveSubmitterCount0 = 2\n",
+            "LastNegotiationCycleNumIdleJobs0 = 40\nLastNegotiationCycleMatches0 = 16\n",
+            "LastNegotiationCycleRejections0 = 24\n",
+        ));
+        let out = format_negotiators(&[a], NOW, 3600);
+        let mut lines = out.lines();
+        let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            head,
+            [
+                "Name",
+                "Machine",
+                "LastCycleEnd",
+                "(Sec)",
+                "Slots",
+                "Submitrs",
+                "Schedds",
+                "Jobs",
+                "Matches",
+                "Rejections"
+            ]
+        );
+        assert_eq!(lines.next(), Some(""));
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        // 1700000000 is 11/14 22:13 UTC; one hour east
+        assert_eq!(
+            row,
+            [
+                "cm.a.test",
+                "cm.a.test",
+                "11/14",
+                "23:13",
+                "2",
+                "16",
+                "2",
+                "40",
+                "16",
+                "24"
+            ]
+        );
     }
 
     #[test]

@@ -48,10 +48,26 @@ pub fn policy_from_config(config: &Config, owner: &str) -> Result<SecurityPolicy
             policy = policy.denying(level, split_list(&v));
         }
     }
+    policy.allow_anonymous_read = anonymous_read(config)?;
     policy
         .validate()
-        .map_err(|e| DaemonError::Config(format!("security policy: {e:?}")))?;
+        .map_err(|e| DaemonError::Config(format!("security policy: {e}")))?;
     Ok(policy)
+}
+
+/// Whether callers without credentials may READ (where `ALLOW_READ`
+/// grants `*`): HTCondor's `SEC_READ_AUTHENTICATION` (default
+/// `SEC_DEFAULT_AUTHENTICATION`) set to `OPTIONAL` or `NEVER`, as
+/// `use SECURITY : recommended` does. Unset, authentication is required.
+fn anonymous_read(config: &Config) -> Result<bool, DaemonError> {
+    let value = match knob(config, "SEC_READ_AUTHENTICATION")? {
+        Some(v) => Some(v),
+        None => knob(config, "SEC_DEFAULT_AUTHENTICATION")?,
+    };
+    Ok(value.is_some_and(|v| {
+        let v = v.trim();
+        v.eq_ignore_ascii_case("optional") || v.eq_ignore_ascii_case("never")
+    }))
 }
 
 /// The pool signing key file (`SEC_TOKEN_POOL_SIGNING_KEY_FILE`).
@@ -132,4 +148,67 @@ pub fn find_token(dirs: &[PathBuf]) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skua_config::{LoadOptions, MemoryFiles};
+    use skua_net::{AuthMethod, Identity, PeerHost};
+
+    fn config(text: &str) -> Config {
+        let files = MemoryFiles::new().with("/etc/skua/skua_config", text);
+        Config::load(
+            &files,
+            &LoadOptions::new().main_file("/etc/skua/skua_config"),
+        )
+        .expect("configuration")
+    }
+
+    fn levels(text: &str, who: &Identity, from: &str) -> Vec<AuthLevel> {
+        let policy = policy_from_config(&config(text), "owner").expect("policy");
+        let compiled = policy
+            .compile(&mut |n| Err(format!("{n}: not resolved in tests")), &[])
+            .expect("compiled");
+        compiled.levels(who, &PeerHost::ip(from.parse().expect("ip")))
+    }
+
+    #[test]
+    fn anonymous_reads_only_when_read_authentication_is_optional() {
+        let anon = Identity::anonymous();
+        assert!(levels("", &anon, "10.0.0.1").is_empty());
+        assert_eq!(
+            levels("SEC_READ_AUTHENTICATION = OPTIONAL", &anon, "10.0.0.1"),
+            vec![AuthLevel::Read]
+        );
+        assert_eq!(
+            levels("SEC_DEFAULT_AUTHENTICATION = never", &anon, "10.0.0.1"),
+            vec![AuthLevel::Read]
+        );
+        assert!(levels(
+            "SEC_DEFAULT_AUTHENTICATION = OPTIONAL\nSEC_READ_AUTHENTICATION = REQUIRED",
+            &anon,
+            "10.0.0.1"
+        )
+        .is_empty());
+        // `use SECURITY : recommended` makes READ authentication optional
+        assert_eq!(
+            levels("use SECURITY : recommended", &anon, "10.0.0.1"),
+            vec![AuthLevel::Read]
+        );
+    }
+
+    #[test]
+    fn host_entries_come_from_the_configuration() {
+        let alice = Identity::new("alice", "pool.test", AuthMethod::Token).expect("identity");
+        let text = "ALLOW_WRITE = *@pool.test/10.77.0.0/16\nDENY_WRITE = 10.77.9.*";
+        assert_eq!(
+            levels(text, &alice, "10.77.0.5"),
+            vec![AuthLevel::Read, AuthLevel::Write]
+        );
+        assert_eq!(levels(text, &alice, "10.78.0.5"), vec![AuthLevel::Read]);
+        assert_eq!(levels(text, &alice, "10.77.9.5"), vec![AuthLevel::Read]);
+        let err = policy_from_config(&config("ALLOW_READ = 10.77.*.1"), "owner").unwrap_err();
+        assert!(err.to_string().contains("ALLOW_READ"), "{err}");
+    }
 }

@@ -31,6 +31,7 @@ mod client;
 mod error;
 mod fault;
 mod handler;
+mod hosts;
 mod identity;
 mod join_token;
 mod limits;
@@ -54,7 +55,7 @@ pub use join_token::{
     issue_join_token_at, sign_join_claims, verify_join_token_at, DEFAULT_JOIN_LIFETIME,
 };
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
-pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
+pub use policy::{CompiledPolicy, PeerHost, PolicyError, SecurityPolicy};
 pub use revocation::Revocations;
 pub use server::{
     ApiError, Caller, Json, Listener, PeerAddress, Routes, Server, ServerConfig, ServerHandle,

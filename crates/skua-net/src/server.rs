@@ -70,7 +70,9 @@ use crate::identity::local_identity;
 use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
 use crate::pki::CertInfo;
 use crate::token::verify_token;
-use crate::{Identity, NetError, Revocations, SecurityPolicy, SigningKey};
+use crate::{
+    CompiledPolicy, Identity, NetError, PeerHost, Revocations, SecurityPolicy, SigningKey,
+};
 
 /// The user part of the identity a client certificate from the pool CA
 /// gives: the pool's daemons on the host the certificate names
@@ -133,8 +135,10 @@ struct Authenticated {
     identity: Identity,
     /// The token's scope; `None` when the caller used no token.
     scope: Option<Arc<[AuthLevel]>>,
-    policy: Arc<SecurityPolicy>,
+    policy: Arc<CompiledPolicy>,
     peer: Arc<str>,
+    /// The peer's host, for host entries of the policy.
+    from: Arc<PeerHost>,
     peer_ip: Option<IpAddr>,
     /// The client certificate's credential id, when the identity came
     /// from it.
@@ -151,7 +155,7 @@ impl Authenticated {
 
     fn levels(&self) -> Vec<AuthLevel> {
         self.policy
-            .levels(&self.identity)
+            .levels(&self.identity, &self.from)
             .into_iter()
             .filter(|l| self.scope_covers(*l))
             .collect()
@@ -161,7 +165,7 @@ impl Authenticated {
     fn authorize(&self, required: Option<AuthLevel>) -> Result<(), ApiError> {
         let who = &self.identity;
         let Some(level) = required else {
-            if who.is_anonymous() && !self.policy.allow_anonymous_read {
+            if who.is_anonymous() && !self.policy.allow_anonymous_read() {
                 return Err(ApiError::new(
                     ErrorCode::Unauthenticated,
                     "authentication required: present a token",
@@ -172,7 +176,7 @@ impl Authenticated {
         if who.is_anonymous() {
             return self
                 .policy
-                .check(who, level)
+                .check(who, &self.from, level)
                 .map_err(|m| ApiError::new(ErrorCode::Unauthenticated, m));
         }
         if !self.scope_covers(level) {
@@ -189,7 +193,7 @@ impl Authenticated {
                 ),
             ));
         }
-        self.policy.check(who, level).map_err(|m| {
+        self.policy.check(who, &self.from, level).map_err(|m| {
             ApiError::new(
                 ErrorCode::PermissionDenied,
                 format!("permission denied for {level}: {m}"),
@@ -750,7 +754,9 @@ async fn bind_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
 struct Shared {
     router: Router,
     admission: Arc<Admission>,
-    policy: Arc<SecurityPolicy>,
+    policy: Arc<CompiledPolicy>,
+    /// A Unix-socket peer's host: this one.
+    local_host: Arc<PeerHost>,
     signing_key: Option<SigningKey>,
     uid_domain: String,
     handler_timeout: Duration,
@@ -767,6 +773,8 @@ struct ConnInfo {
     host: Arc<str>,
     /// The peer's identity from kernel credentials (Unix sockets only).
     local: Option<Identity>,
+    /// The peer's host, for host entries of the policy.
+    from: Arc<PeerHost>,
     /// The peer's IP address (TCP and TLS).
     ip: Option<IpAddr>,
     /// The client certificate the TLS handshake verified, if any.
@@ -787,12 +795,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Checks the policy and assembles the service.
+    /// Checks the policy, resolves the host names it lists (once; a name
+    /// that does not resolve is logged and matches nothing) and assembles
+    /// the service.
     pub fn new(config: ServerConfig, routes: Routes) -> Result<Self, NetError> {
-        config
+        let local_ips = crate::hosts::local_ips();
+        let policy = config
             .policy
-            .validate()
+            .compile(&mut crate::hosts::resolve, &local_ips)
             .map_err(|e| NetError::Config(e.to_string()))?;
+        for (name, why) in policy.unresolved() {
+            tracing::warn!(host = %name, "security policy: host name does not resolve ({why}); its entries match nothing");
+        }
+        let local_host = PeerHost::local(&local_ips, &crate::hosts::host_names());
         let router = routes
             .router
             .fallback(not_found)
@@ -801,7 +816,8 @@ impl Server {
             shared: Arc::new(Shared {
                 router,
                 admission: Admission::new(config.concurrency),
-                policy: Arc::new(config.policy),
+                policy: Arc::new(policy),
+                local_host: Arc::new(local_host),
                 signing_key: config.signing_key,
                 uid_domain: config.uid_domain,
                 handler_timeout: config.handler_timeout,
@@ -984,6 +1000,7 @@ async fn connection(
                 peer: peer.into(),
                 host: "local".into(),
                 local: Some(identity),
+                from: shared.local_host.clone(),
                 ip: None,
                 cert: None,
             };
@@ -1004,6 +1021,7 @@ async fn serve_tcp(
         peer: peer.to_string().into(),
         host: peer.ip().to_string().into(),
         local: None,
+        from: Arc::new(tcp_peer_host(&shared, peer.ip()).await),
         ip: Some(peer.ip()),
         cert: None,
     };
@@ -1021,6 +1039,13 @@ async fn serve_tcp(
             {
                 match CertInfo::parse(der, "client certificate") {
                     Ok(c) => {
+                        // the pool CA vouches for the host name:
+                        // `*.domain` entries may match it
+                        if let Some(host) = &c.common_name {
+                            let mut from = (*info.from).clone();
+                            from.names.push(host.to_ascii_lowercase());
+                            info.from = Arc::new(from);
+                        }
                         info.cert = Some(Arc::new(PeerCert {
                             host: c.common_name,
                             id: c.serial_hex,
@@ -1043,6 +1068,19 @@ async fn serve_tcp(
         }
         Err(_) => tracing::warn!(peer = %peer, "tls handshake timed out"),
     }
+}
+
+/// A TCP peer as host entries see it: its address, and, when the policy
+/// has `*.domain` entries, the name it is known by (a reverse lookup that
+/// resolves back to it).
+async fn tcp_peer_host(shared: &Shared, ip: std::net::IpAddr) -> PeerHost {
+    let mut host = PeerHost::ip(ip);
+    if shared.policy.matches_names() {
+        if let Ok(names) = tokio::task::spawn_blocking(move || crate::hosts::names_of(ip)).await {
+            host.names = names;
+        }
+    }
+    host
 }
 
 async fn serve_connection<IO>(
@@ -1238,6 +1276,7 @@ fn authenticate(
         scope,
         policy: shared.policy.clone(),
         peer: info.peer.clone(),
+        from: info.from.clone(),
         peer_ip: info.ip,
         credential_id,
     })

@@ -216,7 +216,7 @@ async fn anonymous_reads_only_when_the_policy_says_so() {
 
 #[tokio::test]
 async fn invalid_policy_is_refused_at_startup() {
-    let bad = SecurityPolicy::default().denying(Read, ["alice@pool/host"]);
+    let bad = SecurityPolicy::default().denying(Read, ["alice@pool/ho*st"]);
     let err = skua_net::Server::new(config(bad), routes()).err().unwrap();
     assert!(err.to_string().contains("DENY_READ"), "{err}");
 }

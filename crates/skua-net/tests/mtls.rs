@@ -177,3 +177,25 @@ async fn an_expired_host_certificate_is_refused_at_the_handshake() {
     );
     p.server.shutdown().await;
 }
+
+// A `*.domain` entry matches the host name a valid client certificate
+// carries (the pool CA vouches for it); a caller from the same address
+// without a certificate is not that host.
+#[tokio::test]
+async fn a_domain_entry_matches_the_host_of_a_client_certificate() {
+    let p = pool(
+        skua_net::SecurityPolicy::default()
+            .allowing(AuthLevel::Read, ["*"])
+            .allowing(AuthLevel::Daemon, ["condor@*/*.pool.example"])
+            .with_anonymous_read(true),
+    )
+    .await;
+    let (inside, _) = p.host_client(&p.ca, "exec1.pool.example");
+    let v: u32 = inside.post("/daemon", &3u32).await.unwrap();
+    assert_eq!(v, 3);
+    let (outside, _) = p.host_client(&p.ca, "exec1.other.example");
+    let e = outside.post::<_, u32>("/daemon", &3u32).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::PermissionDenied, "{e}");
+    assert!(e.to_string().contains("ALLOW_DAEMON"), "{e}");
+    p.server.shutdown().await;
+}
