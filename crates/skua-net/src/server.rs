@@ -1028,8 +1028,7 @@ async fn serve_tcp(
     let Some(acceptor) = tls else {
         return serve_connection(shared, stream, info, shutdown).await;
     };
-    match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await
-    {
+    match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => {
             if let Some(der) = stream
                 .get_ref()

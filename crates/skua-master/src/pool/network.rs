@@ -202,6 +202,11 @@ pub fn network_pool_config(
     }
     c.set("SEC_TOKEN_SYSTEM_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
     c.set("SEC_TOKEN_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
+    c.comment(
+        "Users on any host of the pool may read (status, queues) without a credential, as \
+         HTCondor's `use SECURITY : recommended`; every other level needs one",
+    );
+    c.set("SEC_READ_AUTHENTICATION", "OPTIONAL");
     c.section("TLS: the pool's CA and this host's certificate, for every connection");
     if net.is_central_manager() {
         c.set("TRUST_DOMAIN_CAFILE", "$(LOCAL_DIR)/certs/pool_ca.pem");
@@ -295,6 +300,8 @@ mod tests {
             get(&c, "SEC_TOKEN_POOL_SIGNING_KEY_FILE"),
             "/pool/passwords.d/POOL"
         );
+        // users anywhere in the pool may read without a credential
+        assert_eq!(get(&c, "SEC_READ_AUTHENTICATION"), "OPTIONAL");
         // every daemon of the roles is run by skuad
         assert_eq!(get(&c, "SCHEDD"), "/usr/bin/skuad");
         assert_eq!(get(&c, "NEGOTIATOR_ARGS"), "negotiator");
