@@ -79,34 +79,11 @@ pub(crate) fn names_of(ip: IpAddr) -> Vec<String> {
     }
 }
 
-/// `getnameinfo` with `NI_NAMEREQD`: the host name of `ip`, if it has one.
-#[allow(unsafe_code)]
+/// The host name of `ip` by a reverse lookup (`getnameinfo` with
+/// `NI_NAMEREQD`, through `dns-lookup`), if it has one.
 fn reverse_lookup(ip: IpAddr) -> Option<String> {
-    use nix::sys::socket::{SockaddrLike, SockaddrStorage};
-    let addr = SockaddrStorage::from(std::net::SocketAddr::new(ip, 0));
-    let mut host = [0 as libc::c_char; 1025];
-    // SAFETY: `addr` is a valid socket address of `addr.len()` bytes that
-    // outlives the call; `host` is a writable buffer of the length given,
-    // which getnameinfo fills with a NUL-terminated string on success; no
-    // service buffer is asked for (null, length 0).
-    let rc = unsafe {
-        libc::getnameinfo(
-            addr.as_ptr(),
-            addr.len(),
-            host.as_mut_ptr(),
-            host.len() as libc::socklen_t,
-            std::ptr::null_mut(),
-            0,
-            libc::NI_NAMEREQD,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: on success `host` holds a NUL-terminated string within its
-    // bounds.
-    let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) };
-    let name = name.to_str().ok()?.trim_end_matches('.').to_string();
+    let name = dns_lookup::lookup_addr(&ip).ok()?;
+    let name = name.trim_end_matches('.').to_string();
     (!name.is_empty() && name.parse::<IpAddr>().is_err()).then_some(name)
 }
 
