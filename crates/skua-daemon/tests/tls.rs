@@ -65,7 +65,8 @@ async fn a_joined_host_speaks_with_its_certificate_and_can_be_revoked() {
 
     // the central manager's collector: a server certificate, the pool key
     let cm_knobs = format!(
-        "{}{ca_knob}AUTH_SSL_SERVER_CERTFILE = {c}\nAUTH_SSL_SERVER_KEYFILE = {k}\n",
+        "{}{ca_knob}AUTH_SSL_SERVER_CERTFILE = {c}\nAUTH_SSL_SERVER_KEYFILE = {k}\n\
+         NETWORK_INTERFACE = 127.0.0.1\n",
         base(d, "cm"),
         c = d.join("cm.crt").display(),
         k = d.join("cm.key").display(),
@@ -83,7 +84,8 @@ async fn a_joined_host_speaks_with_its_certificate_and_can_be_revoked() {
     )
     .unwrap();
     assert!(cm.signing_key.is_some());
-    // TLS on loopback, because a certificate is configured
+    // TLS on loopback, because a certificate is configured (a host with
+    // a certificate serves the network: the interface is named here)
     let listener = cm.tcp_listener(0).await.unwrap();
     let addr = listener.local_addr().unwrap();
     assert!(addr.ip().is_loopback());
