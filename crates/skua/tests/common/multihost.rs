@@ -1,0 +1,519 @@
+//! A pool of several hosts for the cross-host tests: one [`Hosts`] set, a
+//! pool directory per host under one temporary directory (its own `LOG`,
+//! `LOCK`, `SPOOL`, `EXECUTE`, and `FILESYSTEM_DOMAIN` = its host name, so
+//! files really travel between hosts), each host's `skuad master` started
+//! inside its namespace with `NETWORK_INTERFACE` = its address.
+//!
+//! Security is set up by hand, with what the daemons understand today
+//! ([`MultiPool::configure_host`], the one place to switch to
+//! `skua pool start --role central-manager` and `skua pool join`): a test CA
+//! made here (rcgen), a server certificate per host issued by it for the
+//! host's address and name (`AUTH_SSL_SERVER_CERTFILE`/`KEYFILE`), every
+//! host trusting that CA (`AUTH_SSL_CLIENT_CAFILE`), and the pool signing
+//! key `POOL` copied to every host so that the daemons' tokens validate.
+//! A host can be given bad credentials instead ([`Credentials`]).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use super::netns::Hosts;
+use super::{scratch, submitter, user_dir, SKUA, SKUAD};
+
+/// What a host runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Collector and negotiator.
+    CentralManager,
+    /// A schedd.
+    Submit,
+    /// A startd.
+    Execute,
+}
+
+/// The credentials a host is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credentials {
+    /// The pool's: a certificate from the pool's CA, trusting it, and the
+    /// pool signing key.
+    Pool,
+    /// A certificate from the pool's CA and trusting it, but no signing
+    /// key: its daemons have no token.
+    NoToken,
+    /// A signing key of its own (its tokens are forged for the pool).
+    ForgedKey,
+    /// Everything from another CA: its certificate, and the CA it trusts;
+    /// the pool signing key.
+    OtherCa,
+}
+
+/// The UID domain every host shares (the submitting account exists on
+/// each, as one machine's accounts are every test host's).
+pub const UID_DOMAIN: &str = "multihost.test";
+
+/// A test CA and what it issues.
+struct TestCa {
+    cert_pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let cert = params.self_signed(&key).expect("CA certificate");
+        TestCa {
+            cert_pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `host` at `ip`, and its key (PEM).
+    fn issue(&self, host: &str, ip: &str) -> (String, String) {
+        let mut params = rcgen::CertificateParams::new(vec![ip.to_string(), host.to_string()])
+            .expect("host certificate params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, host);
+        let key = rcgen::KeyPair::generate().expect("host key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("host certificate");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// A pool spread over test hosts (see the module documentation).
+pub struct MultiPool {
+    /// The hosts (dropped last: every process on them is killed then).
+    pub hosts: Hosts,
+    /// The temporary directory holding every host's pool directory.
+    pub base: PathBuf,
+    _remove: RemoveOnDrop,
+    roles: Vec<Vec<Role>>,
+    knobs: Vec<(String, String)>,
+    ca: TestCa,
+    other_ca: TestCa,
+}
+
+/// Knobs that make a test pool quick: updates every second, ads expiring
+/// after four, negotiation, keep-alives, starter updates and the startd's
+/// policy every second, two slots per execute host, masters restarting
+/// their daemons at once.
+pub fn fast_knobs() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("UPDATE_INTERVAL", "1"),
+        ("CLASSAD_LIFETIME", "4"),
+        ("NEGOTIATOR_INTERVAL", "1"),
+        ("NEGOTIATOR_CYCLE_DELAY", "0"),
+        ("ALIVE_INTERVAL", "1"),
+        ("STARTER_UPDATE_INTERVAL", "1"),
+        ("POLLING_INTERVAL", "1"),
+        ("NUM_CPUS", "2"),
+        ("MASTER_BACKOFF_CONSTANT", "0"),
+        ("MASTER_BACKOFF_FACTOR", "1.0"),
+    ]
+}
+
+impl MultiPool {
+    /// Makes one test host per entry of `roles` (host 1 first), configures
+    /// each with the pool's credentials and [`fast_knobs`] then `knobs` (a
+    /// later knob wins), but starts nothing.
+    pub fn new(name: &str, roles: &[&[Role]], knobs: &[(&str, &str)]) -> MultiPool {
+        let hosts = Hosts::up(roles.len());
+        let base = scratch(name);
+        let ca_dir = base.join("ca");
+        std::fs::create_dir_all(&ca_dir).expect("make the CA directory");
+        skua_net::SigningKey::load_or_create(&ca_dir.join("POOL")).expect("make the pool key");
+        let mut all: Vec<(String, String)> = fast_knobs()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        all.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let pool = MultiPool {
+            hosts,
+            _remove: RemoveOnDrop(base.clone()),
+            base,
+            roles: roles.iter().map(|r| r.to_vec()).collect(),
+            knobs: all,
+            ca: TestCa::new("Skua test pool CA"),
+            other_ca: TestCa::new("Another CA"),
+        };
+        for i in 1..=roles.len() {
+            pool.configure_host(i, Credentials::Pool);
+        }
+        pool
+    }
+
+    /// [`MultiPool::new`], then every host started and the pool ready
+    /// ([`MultiPool::wait_ready`]).
+    pub fn start(name: &str, roles: &[&[Role]], knobs: &[(&str, &str)]) -> MultiPool {
+        let pool = MultiPool::new(name, roles, knobs);
+        for i in 1..=roles.len() {
+            pool.start_host(i);
+        }
+        pool.wait_ready();
+        pool
+    }
+
+    /// Host `i`'s pool directory.
+    pub fn dir(&self, i: usize) -> PathBuf {
+        self.base.join(format!("h{i}"))
+    }
+
+    /// Host `i`'s configuration file.
+    pub fn config(&self, i: usize) -> PathBuf {
+        self.dir(i).join("skua_config")
+    }
+
+    /// The host running the central manager.
+    pub fn central_manager(&self) -> usize {
+        self.host_with(Role::CentralManager)
+    }
+
+    /// The first host with `role`.
+    pub fn host_with(&self, role: Role) -> usize {
+        self.roles
+            .iter()
+            .position(|r| r.contains(&role))
+            .map(|p| p + 1)
+            .unwrap_or_else(|| panic!("no host is {role:?}"))
+    }
+
+    /// The hosts with `role`.
+    pub fn hosts_with(&self, role: Role) -> Vec<usize> {
+        (1..=self.roles.len())
+            .filter(|i| self.roles[i - 1].contains(&role))
+            .collect()
+    }
+
+    /// Writes host `i`'s pool directory and configuration, with
+    /// `credentials`. The one place where a host joins the pool: by hand
+    /// today (see the module documentation).
+    pub fn configure_host(&self, i: usize, credentials: Credentials) {
+        let dir = self.dir(i);
+        for sub in ["log", "spool", "execute", "lock", "passwords.d", "tokens.d"] {
+            std::fs::create_dir_all(dir.join(sub)).expect("make a pool directory");
+        }
+        for private in ["passwords.d", "tokens.d"] {
+            set_mode(&dir.join(private), 0o700);
+        }
+        let name = self.hosts.name(i);
+        let ip = self.hosts.addr(i);
+        let ca = if credentials == Credentials::OtherCa {
+            &self.other_ca
+        } else {
+            &self.ca
+        };
+        let (cert, key) = ca.issue(&name, &ip);
+        let sec = dir.join("certs");
+        std::fs::create_dir_all(&sec).expect("make the certificate directory");
+        std::fs::write(sec.join("host.pem"), cert).expect("write the host certificate");
+        std::fs::write(sec.join("host.key"), key).expect("write the host key");
+        set_mode(&sec.join("host.key"), 0o600);
+        std::fs::write(sec.join("ca.pem"), &ca.cert_pem).expect("write the CA");
+        let key_file = dir.join("passwords.d/POOL");
+        let _ = std::fs::remove_file(&key_file);
+        match credentials {
+            Credentials::Pool | Credentials::OtherCa => {
+                std::fs::copy(self.base.join("ca/POOL"), &key_file).expect("copy the pool key");
+                set_mode(&key_file, 0o600);
+            }
+            Credentials::ForgedKey => {
+                skua_net::SigningKey::load_or_create(&key_file).expect("make a forged key");
+            }
+            Credentials::NoToken => {}
+        }
+
+        let roles = &self.roles[i - 1];
+        let mut daemons = vec!["MASTER"];
+        if roles.contains(&Role::CentralManager) {
+            daemons.extend(["COLLECTOR", "NEGOTIATOR"]);
+        }
+        if roles.contains(&Role::Submit) {
+            daemons.push("SCHEDD");
+        }
+        if roles.contains(&Role::Execute) {
+            daemons.push("STARTD");
+        }
+        let cm = self.hosts.addr(self.central_manager());
+        let mut text = format!(
+            "# host {name}: {roles:?}\n\
+             LOCAL_DIR = {dir}\n\
+             LOG = $(LOCAL_DIR)/log\n\
+             SPOOL = $(LOCAL_DIR)/spool\n\
+             EXECUTE = $(LOCAL_DIR)/execute\n\
+             LOCK = $(LOCAL_DIR)/lock\n\
+             MASTER_INSTANCE_LOCK = $(LOCK)/InstanceLock\n\
+             CONDOR_HOST = {cm}\n\
+             COLLECTOR_HOST = $(CONDOR_HOST):9618\n\
+             NETWORK_INTERFACE = {ip}\n\
+             BIND_ALL_INTERFACES = False\n\
+             MASTER_ADDRESS_FILE = $(LOG)/.master_address\n\
+             COLLECTOR_ADDRESS_FILE = $(LOG)/.collector_address\n\
+             SCHEDD_ADDRESS_FILE = $(SPOOL)/.schedd_address\n\
+             DAEMON_LIST = {daemons}\n\
+             SKUAD = {skuad}\n\
+             UID_DOMAIN = {UID_DOMAIN}\n\
+             FILESYSTEM_DOMAIN = $(FULL_HOSTNAME)\n\
+             SEC_PASSWORD_DIRECTORY = $(LOCAL_DIR)/passwords.d\n\
+             SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(SEC_PASSWORD_DIRECTORY)/POOL\n\
+             SEC_TOKEN_SYSTEM_DIRECTORY = $(LOCAL_DIR)/tokens.d\n\
+             SEC_TOKEN_DIRECTORY = $(LOCAL_DIR)/tokens.d\n\
+             AUTH_SSL_SERVER_CERTFILE = $(LOCAL_DIR)/certs/host.pem\n\
+             AUTH_SSL_SERVER_KEYFILE = $(LOCAL_DIR)/certs/host.key\n\
+             AUTH_SSL_CLIENT_CAFILE = $(LOCAL_DIR)/certs/ca.pem\n",
+            dir = dir.display(),
+            daemons = daemons.join(", "),
+            skuad = SKUAD,
+        );
+        for d in &daemons[1..] {
+            text.push_str(&format!(
+                "{d} = $(SKUAD)\n{d}_ARGS = {}\n",
+                d.to_ascii_lowercase()
+            ));
+        }
+        if credentials == Credentials::NoToken {
+            // no key at all (a master would otherwise make one of its own)
+            text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n");
+        }
+        for (k, v) in &self.knobs {
+            text.push_str(&format!("{k} = {v}\n"));
+        }
+        std::fs::write(self.config(i), text).expect("write the host's configuration");
+    }
+
+    /// Starts host `i`'s master (`skuad master`) inside its namespace.
+    pub fn start_host(&self, i: usize) {
+        let mut c = Command::new(SKUAD);
+        c.arg("master")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.base)
+            .env("SKUA_CONFIG", self.config(i));
+        self.hosts.spawn(i, c, &self.dir(i).join("master.out"));
+    }
+
+    fn skua_command(&self, i: usize, cwd: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(SKUA);
+        c.args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.base)
+            .env("SKUA_CONFIG", self.config(i));
+        c
+    }
+
+    /// Runs `skua args` on host `i` as root.
+    pub fn skua(&self, i: usize, args: &[&str]) -> Output {
+        self.hosts.run(i, self.skua_command(i, &self.base, args))
+    }
+
+    /// `skua args` on host `i`, which must succeed; its standard output.
+    pub fn ok(&self, i: usize, args: &[&str]) -> String {
+        let out = self.skua(i, args);
+        assert!(
+            out.status.success(),
+            "skua {args:?} on host {i} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `skua args` in `cwd` on host `i` as the submitting account.
+    pub fn skua_user(&self, i: usize, cwd: &Path, args: &[&str]) -> Output {
+        let inner = self.skua_command(i, cwd, args);
+        let c = match submitter() {
+            Some(u) => {
+                let mut c = Command::new("setpriv");
+                c.arg(format!("--reuid={}", u.uid))
+                    .arg(format!("--regid={}", u.gid))
+                    .arg("--clear-groups")
+                    .arg("--")
+                    .arg(inner.get_program())
+                    .args(inner.get_args())
+                    .current_dir(cwd)
+                    .env_clear();
+                for (k, v) in inner.get_envs() {
+                    if let Some(v) = v {
+                        c.env(k, v);
+                    }
+                }
+                c
+            }
+            None => inner,
+        };
+        self.hosts.run(i, c)
+    }
+
+    /// A working directory `work/<name>` of the submitting account.
+    pub fn work_dir(&self, name: &str) -> PathBuf {
+        let dir = self.base.join("work").join(name);
+        user_dir(&self.base.join("work"));
+        user_dir(&dir);
+        dir
+    }
+
+    /// Writes `text` to `dir/job.sub` and submits it on the submit host as
+    /// the submitting account; the cluster id.
+    pub fn submit(&self, dir: &Path, text: &str) -> String {
+        std::fs::write(dir.join("job.sub"), text).expect("write job.sub");
+        chown_to_submitter(&dir.join("job.sub"));
+        let out = self.skua_user(self.host_with(Role::Submit), dir, &["submit", "job.sub"]);
+        assert!(
+            out.status.success(),
+            "submit failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split("cluster ")
+            .nth(1)
+            .and_then(|r| r.trim().strip_suffix('.'))
+            .unwrap_or_else(|| panic!("no cluster in {text:?}"))
+            .to_string()
+    }
+
+    /// The collector's answer to `skua status ARGS`, asked on the central
+    /// manager (over the collector's Unix socket, which needs no token).
+    pub fn status(&self, args: &[&str]) -> String {
+        let mut all = vec!["status"];
+        all.extend_from_slice(args);
+        self.ok(self.central_manager(), &all)
+    }
+
+    /// The names of the slot ads in the collector; none while it does not
+    /// answer.
+    pub fn slots(&self) -> Vec<String> {
+        let out = self.skua(self.central_manager(), &["status", "-af", "Name"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `skua q ARGS` on the submit host (every user's jobs).
+    pub fn q(&self, args: &[&str]) -> String {
+        let mut all = vec!["q", "-allusers"];
+        all.extend_from_slice(args);
+        self.ok(self.host_with(Role::Submit), &all)
+    }
+
+    /// Waits until every execute host's slots (`NUM_CPUS` each) and the
+    /// schedd are in the collector.
+    pub fn wait_ready(&self) {
+        let cpus: usize = self
+            .knobs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "NUM_CPUS")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(1);
+        let want = cpus * self.hosts_with(Role::Execute).len();
+        let schedds = self.hosts_with(Role::Submit).len();
+        self.wait_for("every slot and schedd in the collector", 60, || {
+            let out = self.skua(self.central_manager(), &["status", "-any", "-af", "MyType"]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.lines().filter(|l| l.trim() == "Machine").count() == want
+                && text.lines().filter(|l| l.trim() == "Scheduler").count() == schedds
+        });
+    }
+
+    /// Waits up to `secs` seconds for `ok`; on timeout the test fails with
+    /// every host's logs.
+    pub fn wait_for(&self, what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !ok() {
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}\n{}", self.logs());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The text of host `i`'s logs whose name begins with `daemon`
+    /// (`CollectorLog`, `StartdLog`...).
+    pub fn log(&self, i: usize, daemon: &str) -> String {
+        let mut s = String::new();
+        let mut names: Vec<PathBuf> = std::fs::read_dir(self.dir(i).join("log"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(daemon))
+            })
+            .collect();
+        names.sort();
+        for p in names {
+            s.push_str(&std::fs::read_to_string(&p).unwrap_or_default());
+        }
+        s
+    }
+
+    /// Every host's logs (the last 60 lines of each), for a failure report.
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        for i in 1..=self.roles.len() {
+            for daemon in [
+                "Master",
+                "Collector",
+                "Negotiator",
+                "Schedd",
+                "Startd",
+                "master.out",
+            ] {
+                let text = if daemon == "master.out" {
+                    std::fs::read_to_string(self.dir(i).join(daemon)).unwrap_or_default()
+                } else {
+                    self.log(i, daemon)
+                };
+                if text.is_empty() {
+                    continue;
+                }
+                let lines: Vec<&str> = text.lines().collect();
+                let from = lines.len().saturating_sub(60);
+                s.push_str(&format!(
+                    "==== host {i} ({}) {daemon}\n{}\n",
+                    self.hosts.name(i),
+                    lines[from..].join("\n")
+                ));
+            }
+        }
+        s
+    }
+}
+
+/// Removes a directory when dropped (after the hosts, declared before it,
+/// have stopped every process using it).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Gives `path` to the submitting account (when the tests run as root).
+pub fn chown_to_submitter(path: &Path) {
+    if let Some(u) = submitter() {
+        std::os::unix::fs::chown(path, Some(u.uid), Some(u.gid)).expect("chown");
+    }
+}
