@@ -163,7 +163,20 @@ fn slot_states(pool: &MultiPool) -> Vec<(String, String)> {
 
 #[test]
 fn jobs_with_files_flow_from_the_submit_host_to_both_execute_hosts_and_back() {
-    let pool = MultiPool::start("flow", FOUR, &[]);
+    // no periodic negotiation within the test: the submit host's schedd
+    // finds the negotiator on the central manager (through the collector)
+    // and asks it for a cycle
+    let pool = MultiPool::start("flow", FOUR, &[("NEGOTIATOR_INTERVAL", "300")]);
+    pool.wait_for("the negotiator's first cycle", 30, || {
+        let out = pool.skua(
+            1,
+            &["status", "-negotiator", "-af", "LastNegotiationCycleEnd0"],
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<i64>()
+            .is_ok()
+    });
     let dir = pool.work_dir("flow");
     let n = 8;
     let cluster = pool.submit(&dir, &job_files(&dir, n, "1", ""));
