@@ -227,7 +227,11 @@ fn one_running_job(
         &dir,
         &job_files(&dir, 1, secs, &format!("job_lease_duration = {lease}")),
     );
-    pool.wait_for("the job running", 60, || !runs(&dir).is_empty());
+    // the job has begun, and the schedd has logged where (the event may
+    // come a moment after the job's first line)
+    pool.wait_for("the job running", 60, || {
+        !runs(&dir).is_empty() && !executed_at(&dir, &cluster, 0).is_empty()
+    });
     let at = executed_at(&dir, &cluster, 0);
     let host = pool.hosts.host_of(&at[0]).unwrap();
     let other = if host == 3 { 4 } else { 3 };
