@@ -258,6 +258,28 @@ fn a_cut_shorter_than_the_lease_leaves_the_job_running_to_one_completion() {
 }
 
 #[test]
+fn a_job_that_ends_during_a_short_cut_completes_once_when_the_link_returns() {
+    let pool = MultiPool::start("endcut", FOUR, &[]);
+    let (dir, cluster, host, _) = one_running_job(&pool, "endcut", "2", 30);
+    pool.hosts.cut(host);
+    pool.wait_for("the job ended on its cut-off host", 30, || {
+        job_processes_on(&pool, host, 0).is_empty()
+    });
+    // its result waits on the execute host: the submit side still has the
+    // job running
+    assert!(!queue_empty(&pool));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    pool.hosts.heal(host);
+    pool.wait_for("the job done", 60, || queue_empty(&pool));
+
+    assert_eq!(runs(&dir).len(), 1, "{:?}", runs(&dir));
+    assert_output(&dir, 0, &pool.hosts.name(host));
+    assert_eq!(events(&dir, "001", &cluster, 0), 1, "{}", event_log(&dir));
+    assert_eq!(events(&dir, "004", &cluster, 0), 0, "{}", event_log(&dir));
+    assert_eq!(events(&dir, "005", &cluster, 0), 1, "{}", event_log(&dir));
+}
+
+#[test]
 fn a_cut_longer_than_the_lease_kills_the_job_there_and_it_runs_again_on_the_other_host() {
     let pool = MultiPool::start("longcut", FOUR, &[]);
     let (dir, cluster, host, other) = one_running_job(&pool, "longcut", "15", 8);
