@@ -383,9 +383,17 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
     pool.configure_host(3, Credentials::NoToken);
     pool.configure_host(4, Credentials::ForgedKey);
     pool.configure_host(5, Credentials::OtherCa);
-    for i in 1..=5 {
+    // the execute hosts first: each finds no collector, then a collector
+    // that refuses it, and says so
+    for i in 2..=5 {
         pool.start_host(i);
     }
+    for i in 2..=5 {
+        pool.wait_for("the startd finding no collector", 30, || {
+            pool.log(i, "Startd").contains("cannot advertise")
+        });
+    }
+    pool.start_host(1);
     let good = pool.hosts.name(2);
     pool.wait_for("the good host's slots", 60, || {
         pool.slots()

@@ -4,8 +4,8 @@
 //! directory, as in `.ci/run`).
 //!
 //! Each [`Hosts`] has its own prefix and subnet (`n<k>h`, `10.78.<k>`; `k`
-//! taken from a lock file in `/tmp/skua-netns`, so tests running at the same
-//! time, in one process or several, never share a set), starts from a clean
+//! held by a lock on a file in `/tmp/skua-netns`, so tests running at the
+//! same time, in one process or several, never share a set), starts from a clean
 //! slate (a set left by a killed test is removed first) and, when dropped,
 //! even by a failing test, kills every process it started and removes its
 //! namespaces and bridge.
@@ -45,18 +45,20 @@ pub struct Hosts {
     /// How many hosts are up.
     pub count: usize,
     script: PathBuf,
-    lock: PathBuf,
+    /// Holds the set number (its `flock`) until the hosts are gone.
+    _lock: std::fs::File,
     children: Mutex<Vec<Child>>,
 }
 
-/// Takes a free set number (1..=250) by creating its lock file; a lock
-/// whose process is gone is taken over.
-fn allocate() -> (u32, PathBuf) {
+/// Takes a free set number (1..=250): the first whose lock file this
+/// process can lock (`flock`, released by the kernel when its holder ends,
+/// however it ends). The files stay; only their locks come and go.
+fn allocate() -> (u32, std::fs::File) {
     std::fs::create_dir_all(LOCK_DIR).expect("make /tmp/skua-netns");
     let me = std::process::id();
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let offset = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    for attempt in 0..500u32 {
+    for attempt in 0..250u32 {
         let k = (me
             .wrapping_mul(7)
             .wrapping_add(offset * 13)
@@ -64,24 +66,18 @@ fn allocate() -> (u32, PathBuf) {
             % 250
             + 1;
         let path = Path::new(LOCK_DIR).join(k.to_string());
-        match std::fs::OpenOptions::new()
+        let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
             .write(true)
-            .create_new(true)
             .open(&path)
-        {
-            Ok(mut f) => {
-                let _ = write!(f, "{me}");
-                return (k, path);
-            }
-            Err(_) => {
-                let owner: Option<u32> = std::fs::read_to_string(&path)
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok());
-                let gone = owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-                if gone {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
+        else {
+            continue;
+        };
+        if f.try_lock().is_ok() {
+            let _ = f.set_len(0);
+            let _ = write!(f, "{me}");
+            return (k, f);
         }
     }
     panic!("no free test-host set number in {LOCK_DIR}");
@@ -97,7 +93,7 @@ impl Hosts {
             net: format!("10.78.{k}"),
             count: n,
             script: hosts_script(),
-            lock,
+            _lock: lock,
             children: Mutex::new(Vec::new()),
         };
         assert!(
@@ -253,6 +249,5 @@ impl Drop for Hosts {
         }
         // every process still in a namespace is killed by `down`
         let _ = self.script_output(&["down"]);
-        let _ = std::fs::remove_file(&self.lock);
     }
 }
