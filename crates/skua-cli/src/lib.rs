@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod ad_output;
 mod classad_cmd;
 mod config_cmd;
+mod join_cmd;
 mod pool_cmd;
 mod q_fmt;
 mod queue_cmd;
@@ -81,7 +82,7 @@ enum SkuaCommand {
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
     "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate",
-    "drain", "userprio",
+    "drain", "userprio", "token",
 ];
 
 /// HTCondor's tools take long options with one dash (`-constraint`,

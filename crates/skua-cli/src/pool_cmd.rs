@@ -190,15 +190,23 @@ pub fn master_command(command: MasterCommand, a: DaemonArgs) -> ExitCode {
 #[derive(clap::Subcommand)]
 pub enum TokenCommand {
     /// Issue a token signed with the pool signing key (needs read access to
-    /// the key, i.e. the pool's administrator).
+    /// the key, i.e. the pool's administrator); `--join`: a join token.
     Create(TokenCreateArgs),
+    /// The host credentials the collector issued (ADMINISTRATOR).
+    List(crate::join_cmd::TokenListArgs),
+    /// Revoke a host credential by its id, or every credential of a host.
+    Revoke(crate::join_cmd::TokenRevokeArgs),
 }
 
 #[derive(clap::Args)]
 pub struct TokenCreateArgs {
     /// The identity the token speaks for, user@domain.
+    #[arg(long, required_unless_present = "join", conflicts_with = "join")]
+    identity: Option<String>,
+    /// A join token instead: lets one host join the pool once
+    /// (`skua pool join`), for `--lifetime` seconds (default 3600).
     #[arg(long)]
-    identity: String,
+    join: bool,
     /// Levels the token may be used for (repeatable); default READ and WRITE.
     #[arg(long = "authz", value_name = "LEVEL")]
     authz: Vec<String>,
@@ -211,7 +219,13 @@ pub struct TokenCreateArgs {
 }
 
 pub fn token(cmd: TokenCommand) -> ExitCode {
-    let TokenCommand::Create(a) = cmd;
+    let a = match cmd {
+        TokenCommand::Create(a) => a,
+        TokenCommand::List(a) => return report("token list", crate::join_cmd::token_list(&a)),
+        TokenCommand::Revoke(a) => {
+            return report("token revoke", crate::join_cmd::token_revoke(&a))
+        }
+    };
     report(
         "token create",
         (|| {
@@ -219,6 +233,14 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             let key = skua_daemon::security::load_signing_key(&config, false)?.context(
                 "no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) is readable here",
             )?;
+            if a.join {
+                if !a.authz.is_empty() || a.token_file.is_some() {
+                    bail!("--join takes only --lifetime");
+                }
+                println!("{}", crate::join_cmd::join_token(&key, a.lifetime)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let identity = a.identity.as_deref().context("--identity is required")?;
             let levels: Vec<AuthLevel> = if a.authz.is_empty() {
                 vec![AuthLevel::Read, AuthLevel::Write]
             } else {
@@ -232,7 +254,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             };
             let token = skua_net::issue_token(
                 &key,
-                &a.identity,
+                identity,
                 &levels,
                 a.lifetime.map(Duration::from_secs),
             )?;
@@ -253,7 +275,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
     )
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -272,20 +294,43 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 #[derive(clap::Subcommand)]
 pub enum PoolCommand {
     /// Write DIR/skua_config (kept if it exists), start the master in the
-    /// background, and return once the pool answers.
-    Start(PoolArgs),
+    /// background, and return once the pool answers. With `--role
+    /// central-manager`: the central manager of a pool of several machines,
+    /// which prints the command other hosts join it with.
+    Start(PoolStartArgs),
     /// Stop the pool's daemons cleanly.
     Stop(PoolArgs),
+    /// Join the pool of a central manager: verify it by its CA hash, obtain
+    /// this host's certificate, write DIR/skua_config, start the master.
+    Join(crate::join_cmd::PoolJoinArgs),
+}
+
+#[derive(clap::Args)]
+pub struct PoolStartArgs {
+    #[command(flatten)]
+    pub(crate) pool: PoolArgs,
+    /// This host's roles in a pool of several machines: central-manager,
+    /// submit, execute (repeat the option or separate with commas). Without
+    /// it: a personal pool on loopback.
+    #[arg(long = "role", value_delimiter = ',')]
+    pub(crate) roles: Vec<String>,
+    /// This host's address, where its daemons listen (default: the address
+    /// its host name resolves to).
+    #[arg(long)]
+    pub(crate) address: Option<String>,
+    /// The collector's port (default 9618).
+    #[arg(long)]
+    pub(crate) collector_port: Option<u16>,
 }
 
 #[derive(clap::Args)]
 pub struct PoolArgs {
     /// The pool directory (default ~/.skua/pool).
     #[arg(long)]
-    dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
 }
 
-fn pool_dir(a: &PoolArgs) -> Result<PathBuf> {
+pub(crate) fn pool_dir(a: &PoolArgs) -> Result<PathBuf> {
     match &a.dir {
         Some(d) => Ok(std::path::absolute(d)?),
         None => Ok(skua_master::default_pool_dir(
@@ -294,7 +339,7 @@ fn pool_dir(a: &PoolArgs) -> Result<PathBuf> {
     }
 }
 
-fn config_for(dir: &Path) -> Result<skua_config::Config> {
+pub(crate) fn config_for(dir: &Path) -> Result<skua_config::Config> {
     // the pool's own configuration, whatever SKUA_CONFIG says
     let layout = PoolLayout::new(dir);
     let env = skua_daemon::system_config::environment();
@@ -314,12 +359,20 @@ fn config_for(dir: &Path) -> Result<skua_config::Config> {
 
 pub fn pool(cmd: PoolCommand) -> ExitCode {
     match cmd {
-        PoolCommand::Start(a) => report("pool start", pool_start(&a)),
+        PoolCommand::Start(a) if !a.roles.is_empty() => {
+            report("pool start", crate::join_cmd::pool_start_network(&a))
+        }
+        PoolCommand::Start(a) => report("pool start", pool_start(&a.pool)),
         PoolCommand::Stop(a) => report("pool stop", pool_stop(&a)),
+        PoolCommand::Join(a) => report("pool join", crate::join_cmd::pool_join(&a)),
     }
 }
 
-fn answers(config: &skua_config::Config, subsystem: &str, rt: &tokio::runtime::Runtime) -> bool {
+pub(crate) fn answers(
+    config: &skua_config::Config,
+    subsystem: &str,
+    rt: &tokio::runtime::Runtime,
+) -> bool {
     match client_for(config, subsystem, Duration::from_secs(2)) {
         Ok(c) => rt.block_on(c.hello()).is_ok(),
         Err(_) => false,
@@ -386,19 +439,36 @@ pub(crate) fn personal_pool_without_config() -> Result<Option<PathBuf>> {
 
 fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
     let dir = pool_dir(a)?;
-    let layout = PoolLayout::new(&dir);
     let exe = std::env::current_exe()?;
     let skuad = exe.with_file_name("skuad");
     let (config_file, written) = prepare_pool_dir(&dir, &skuad)?;
     if written {
         println!("wrote {}", config_file.display());
     }
-    let config = config_for(&dir)?;
+    start_master(&dir)?;
+    println!("to use it: export SKUA_CONFIG={}", config_file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the master of the pool in `dir` (configured already) in the
+/// background and returns once it and, when this host runs one, the
+/// collector answer; says so if the pool runs already.
+pub(crate) fn start_master(dir: &Path) -> Result<()> {
+    let layout = PoolLayout::new(dir);
+    let config_file = layout.config_file();
+    let exe = std::env::current_exe()?;
+    let skuad = exe.with_file_name("skuad");
+    let config = config_for(dir)?;
     let rt = runtime()?;
     if answers(&config, "MASTER", &rt) {
         println!("the pool in {} is already running", dir.display());
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
+    let local_collector = config.get("DAEMON_LIST").ok().flatten().is_some_and(|l| {
+        skua_daemon::security::split_list(&l)
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case("COLLECTOR"))
+    });
     let log = layout.log_dir().join("master.out");
     let out = skua_daemon::logging::open_private_append(&log)
         .with_context(|| format!("opening {}", log.display()))?;
@@ -415,7 +485,9 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         .with_context(|| format!("starting {}", skuad.display()))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if answers(&config, "COLLECTOR", &rt) && answers(&config, "MASTER", &rt) {
+        if (!local_collector || answers(&config, "COLLECTOR", &rt))
+            && answers(&config, "MASTER", &rt)
+        {
             break;
         }
         if let Some(status) = child.try_wait()? {
@@ -434,8 +506,7 @@ fn pool_start(a: &PoolArgs) -> Result<ExitCode> {
         dir.display(),
         child.id()
     );
-    println!("to use it: export SKUA_CONFIG={}", config_file.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn pool_stop(a: &PoolArgs) -> Result<ExitCode> {

@@ -22,10 +22,11 @@ use anyhow::Context as _;
 use classad::{ClassAd, EvalOptions};
 use skua_daemon::{DaemonContext, Listening};
 use skua_net::routing::post;
-use skua_net::{json_array_response, ApiError, Caller, Json, JsonStream, Routes, State};
+use skua_net::{json_array_response, ApiError, Caller, FromRef, Json, JsonStream, Routes, State};
 use skua_proto::{routes, Ack, AdUpdate, Invalidate, Query, QueryReply};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::join::{self, JoinState, RegistryEvent, RegistryShell};
 use crate::store::{select_ads, AdStore, AdType, StoreConfig, TypeFilter};
 
 /// What the loop is asked to do; every request carries its reply.
@@ -51,12 +52,22 @@ enum Event {
         filter: TypeFilter,
         reply: oneshot::Sender<(Vec<ClassAd>, EvalOptions)>,
     },
+    /// About the credential registry (joins, listing, revocation).
+    Registry(RegistryEvent),
 }
 
 /// What the handlers hold: the way to the loop.
 #[derive(Clone)]
 struct Loop {
     events: mpsc::Sender<Event>,
+    /// The join and registry handlers' part.
+    join: JoinState,
+}
+
+impl FromRef<Loop> for JoinState {
+    fn from_ref(shell: &Loop) -> JoinState {
+        shell.join.clone()
+    }
 }
 
 impl Loop {
@@ -163,9 +174,10 @@ fn collector_ad(ctx: &DaemonContext, up: &Listening, name: &str, store: &AdStore
     ad
 }
 
-/// Carries out one event on the store at `now`.
-fn handle(store: &mut AdStore, event: Event, now: i64) {
+/// Carries out one event on the store (or the registry) at `now`.
+fn handle(store: &mut AdStore, registry: &mut RegistryShell, event: Event, now: i64) {
     match event {
+        Event::Registry(event) => registry.handle(event, u64::try_from(now).unwrap_or(0)),
         Event::Update {
             ad_type,
             name,
@@ -203,11 +215,22 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         })
         .unwrap_or(skua_daemon::context::DEFAULT_COLLECTOR_PORT);
     let (events_tx, mut events) = mpsc::channel::<Event>(1024);
+    // the registry's revoked ids go into the server's own revocation set:
+    // a revoked credential is refused here at once
+    let mut registry = RegistryShell::load(&ctx, ctx.revocations.clone())?;
+    let (registry_tx, mut registry_events) = mpsc::channel::<RegistryEvent>(64);
     let routes = Routes::new()
+        .command(&routes::COLLECTOR_JOIN, post(join::join))
+        .command(&routes::COLLECTOR_CREDENTIALS, post(join::credentials))
+        .command(&routes::COLLECTOR_REVOKE, post(join::revoke))
+        .command(&routes::COLLECTOR_REVOCATIONS, post(join::revocations))
         .command(&routes::COLLECTOR_UPDATE, post(update))
         .command(&routes::COLLECTOR_INVALIDATE, post(invalidate))
         .command(&routes::COLLECTOR_QUERY, post(query))
-        .with_state(Loop { events: events_tx });
+        .with_state(Loop {
+            events: events_tx,
+            join: JoinState::new(&ctx, registry_tx)?,
+        });
     let up = skua_daemon::bring_up(&ctx, port, routes)
         .await
         .context("collector")?;
@@ -220,7 +243,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     let mut next_self_ad = 0i64;
     loop {
         tokio::select! {
-            Some(event) = events.recv() => handle(&mut store, event, clock.now_secs()),
+            Some(event) = events.recv() => handle(&mut store, &mut registry, event, clock.now_secs()),
+            Some(event) = registry_events.recv() => {
+                handle(&mut store, &mut registry, Event::Registry(event), clock.now_secs());
+            }
             _ = tick.tick() => {
                 let now = clock.now_secs();
                 for gone in store.expire(now) {
@@ -254,6 +280,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     // are answered `unavailable` at once, so the server's graceful stop
     // does not wait out its grace for them
     drop(events);
+    drop(registry_events);
     up.shut_down().await;
     Ok(())
 }

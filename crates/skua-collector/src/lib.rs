@@ -4,8 +4,11 @@
 //!
 //! [`store`] is the pure core (no I/O, no clock: `now` is an argument);
 //! [`daemon`] is the thin async shell that feeds it from the network.
+//! [`registry`] keeps the host credentials issued through the join route.
 
 pub mod daemon;
+pub mod join;
+pub mod registry;
 pub mod store;
 
 pub use store::{

@@ -33,6 +33,8 @@ pub struct Listening {
     /// When it came up, by the context's clock (`DaemonStartTime`).
     pub start_time: i64,
     handle: ServerHandle,
+    /// Keeps the server's revocation set in step with the collector's.
+    refresher: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Brings the daemon of `ctx` up on TCP port `port` (0: any) and its Unix
@@ -104,6 +106,7 @@ impl Bound {
             host: host_name(),
             start_time: ctx.clock.now_secs(),
             handle,
+            refresher: crate::revocation::spawn_refresher(ctx),
         })
     }
 }
@@ -126,6 +129,9 @@ impl Listening {
     /// Withdraws the address file (clients stop finding the daemon) and
     /// stops serving.
     pub async fn shut_down(self) {
+        if let Some(refresher) = &self.refresher {
+            refresher.abort();
+        }
         if let Err(e) = std::fs::remove_file(&self.address_file) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 tracing::debug!("removing {}: {e}", self.address_file.display());
@@ -196,6 +202,66 @@ mod tests {
         let file = up.address_file.clone();
         up.shut_down().await;
         assert!(!file.exists(), "the address file is withdrawn");
+    }
+
+    #[tokio::test]
+    async fn a_daemon_takes_the_collectors_revoked_credentials() {
+        use skua_net::routing::post;
+        use skua_proto::{routes, RevocationList, RevocationQuery};
+        async fn revoked(
+            skua_net::Json(_): skua_net::Json<RevocationQuery>,
+        ) -> skua_net::Json<RevocationList> {
+            skua_net::Json(RevocationList {
+                revoked: vec!["0a1b".into(), "ff".into()],
+            })
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        // a stand-in collector serving the revocation list
+        let mut collector_ctx = context(dir.path());
+        collector_ctx.subsystem = "COLLECTOR".into();
+        let routes = Routes::new().command(&routes::COLLECTOR_REVOCATIONS, post(revoked));
+        let collector = bring_up(&collector_ctx, 0, routes)
+            .await
+            .expect("collector");
+        assert!(
+            collector.refresher.is_none(),
+            "the collector fills its own set"
+        );
+        // a daemon that trusts no CA verifies no certificate: nothing to
+        // revoke, no refresher
+        let plain = bring_up(&context(dir.path()), 0, Routes::new())
+            .await
+            .expect("bring up");
+        assert!(plain.refresher.is_none());
+        plain.shut_down().await;
+        // one that trusts the pool CA finds the collector through its
+        // address file
+        let ca = skua_net::pki::PoolCa::generate("test pool").expect("CA");
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.cert_pem()).expect("write the CA");
+        let mut ctx = context(dir.path());
+        ctx.config = skua_config::Config::load(
+            &skua_config::MemoryFiles::new().with(
+                "/skua_config",
+                &format!(
+                    "LOG = {0}/log\nLOCK = {0}/lock\nAUTH_SSL_CLIENT_CAFILE = {1}\n",
+                    dir.path().display(),
+                    ca_file.display()
+                ),
+            ),
+            &skua_config::LoadOptions::new().main_file("/skua_config"),
+        )
+        .expect("configuration");
+        assert!(ctx.revocations.ids().is_empty());
+        let up = bring_up(&ctx, 0, Routes::new()).await.expect("bring up");
+        let mut waited = 0;
+        while ctx.revocations.ids().is_empty() && waited < 500 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            waited += 1;
+        }
+        assert_eq!(ctx.revocations.ids(), vec!["0a1b".to_string(), "ff".into()]);
+        up.shut_down().await;
+        collector.shut_down().await;
     }
 
     #[tokio::test]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use skua_config::Config;
 use skua_net::{
-    Client, ConcurrencyLimits, Endpoint, FaultFilter, SecurityPolicy, ServerConfig, SigningKey,
+    Client, ClientIdentity, ConcurrencyLimits, Endpoint, FaultFilter, Revocations, SecurityPolicy,
+    ServerConfig, SigningKey,
 };
 
 use crate::address;
@@ -157,27 +158,86 @@ pub fn parse_sinful(address: &str) -> Result<SocketAddr, DaemonError> {
 }
 
 /// A client for the daemon at `address` (`<ip:port>`), presenting `token`:
-/// plain TCP to a loopback address, TLS trusting `ca_pem` otherwise. For
-/// callers that read the CA once and dial many daemons (the schedd's
-/// shadows); [`DaemonContext::client_at`] reads it from the configuration.
+/// TLS trusting `ca_pem` when there is one (the pool's CA,
+/// `AUTH_SSL_CLIENT_CAFILE`), plain TCP to a loopback address without it;
+/// a non-loopback address without a CA is an error. For callers that read
+/// the CA once and dial many daemons; [`DaemonContext::client_at`] reads
+/// it from the configuration (and presents the host's certificate).
 pub fn client_at(
     address: &str,
     token: Option<String>,
     ca_pem: Option<String>,
     timeout: Duration,
 ) -> Result<Client, DaemonError> {
+    client_with_identity(address, token, ca_pem, None, timeout)
+}
+
+/// [`client_at`] that also presents `identity` over TLS.
+fn client_with_identity(
+    address: &str,
+    token: Option<String>,
+    ca_pem: Option<String>,
+    identity: Option<&ClientIdentity>,
+    timeout: Duration,
+) -> Result<Client, DaemonError> {
     let addr = parse_sinful(address)?;
-    let endpoint = if addr.ip().is_loopback() {
-        Endpoint::Tcp(addr)
-    } else {
-        let Some(pem) = ca_pem else {
-            return Err(DaemonError::Config(format!(
-                "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
-            )));
-        };
-        Endpoint::Tls(addr, pem)
+    let endpoint = tls_or_tcp(addr, ca_pem)?;
+    let client =
+        Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+    with_identity(client, identity)
+}
+
+/// How a client reaches `addr` (contract of docs/security.md): TLS
+/// whenever the pool's CA is configured (a server with a certificate
+/// speaks only TLS, loopback too), plain TCP to loopback otherwise, and
+/// never plain TCP across the network.
+fn tls_or_tcp(addr: SocketAddr, ca_pem: Option<String>) -> Result<Endpoint, DaemonError> {
+    match ca_pem {
+        Some(pem) => Ok(Endpoint::Tls(addr, pem)),
+        None if addr.ip().is_loopback() => Ok(Endpoint::Tcp(addr)),
+        None => Err(DaemonError::Config(format!(
+            "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
+        ))),
+    }
+}
+
+fn with_identity(client: Client, identity: Option<&ClientIdentity>) -> Result<Client, DaemonError> {
+    match identity {
+        Some(id) if matches!(client.endpoint(), Endpoint::Tls(..)) => client
+            .with_identity(id.clone())
+            .map_err(|e| DaemonError::Security(format!("the host certificate: {e}"))),
+        _ => Ok(client),
+    }
+}
+
+/// The host certificate a daemon presents to the daemons it calls over
+/// TLS (`AUTH_SSL_CLIENT_CERTFILE` and `AUTH_SSL_CLIENT_KEYFILE`, both or
+/// neither), or `None` when not configured. With `lenient` (a user's
+/// command on a pool host: users hold no pool secrets, and most commands
+/// go over the Unix socket), a certificate that does not load (a key the
+/// caller may not read) counts as none; a daemon gets the error.
+pub fn client_identity(
+    config: &Config,
+    lenient: bool,
+) -> Result<Option<ClientIdentity>, DaemonError> {
+    let cert = knob(config, "AUTH_SSL_CLIENT_CERTFILE")?;
+    let key = knob(config, "AUTH_SSL_CLIENT_KEYFILE")?;
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(c), Some(k)) => (c, k),
+        _ => return Err(DaemonError::Config(
+            "AUTH_SSL_CLIENT_CERTFILE and AUTH_SSL_CLIENT_KEYFILE go together: set both or neither"
+                .into(),
+        )),
     };
-    Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))
+    match ClientIdentity::from_files(Path::new(&cert), Path::new(&key)) {
+        Ok(id) => Ok(Some(id)),
+        Err(e) if lenient => {
+            tracing::debug!(error = %e, "the host certificate does not load here; calling without it");
+            Ok(None)
+        }
+        Err(e) => Err(DaemonError::Security(format!("the host certificate: {e}"))),
+    }
 }
 
 /// A test's fault filter with the name of the daemon whose clients carry it.
@@ -204,13 +264,20 @@ impl Faults {
 pub struct Dialer {
     token: Option<String>,
     ca_pem: Option<String>,
+    identity: Option<ClientIdentity>,
     faults: Option<Faults>,
 }
 
 impl Dialer {
     /// A client for the daemon at `address` (see [`DaemonContext::client_at`]).
     pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
-        let client = client_at(address, self.token.clone(), self.ca_pem.clone(), timeout)?;
+        let client = client_with_identity(
+            address,
+            self.token.clone(),
+            self.ca_pem.clone(),
+            self.identity.as_ref(),
+            timeout,
+        )?;
         Ok(Faults::apply(&self.faults, client, None))
     }
 }
@@ -224,10 +291,14 @@ pub struct Locator {
     host: Option<String>,
     address_file: PathBuf,
     ca_file: Option<String>,
+    identity: Option<ClientIdentity>,
     faults: Option<Faults>,
 }
 
 impl Locator {
+    /// Where `subsystem` is found, by `config`. Over TLS its clients
+    /// present the host certificate (`AUTH_SSL_CLIENT_CERTFILE`) when the
+    /// caller may read its key.
     pub fn new(config: &Config, subsystem: &str) -> Result<Locator, DaemonError> {
         let upper = subsystem.to_ascii_uppercase();
         Ok(Locator {
@@ -236,6 +307,7 @@ impl Locator {
             host: knob(config, &format!("{upper}_HOST"))?,
             address_file: address_file(config, subsystem)?,
             ca_file: knob(config, "AUTH_SSL_CLIENT_CAFILE")?,
+            identity: client_identity(config, true)?,
             faults: None,
         })
     }
@@ -261,12 +333,14 @@ impl Locator {
         };
         let client =
             Client::new(endpoint, token, timeout).map_err(|e| DaemonError::Net(e.to_string()))?;
+        let client = with_identity(client, self.identity.as_ref())?;
         Ok(Faults::apply(&self.faults, client, Some(&self.subsystem)))
     }
 
     /// How any client reaches the daemon over the network (TCP at
-    /// `<SUBSYS>_HOST` or the address file, TLS unless loopback), even on
-    /// its own host: for a caller that must speak with a token.
+    /// `<SUBSYS>_HOST` or the address file; TLS when the pool's CA is
+    /// configured, plain TCP only to loopback without one), even on its
+    /// own host: for a caller that must speak with a token.
     pub fn network_endpoint(&self) -> Result<Endpoint, DaemonError> {
         let addr = match &self.host {
             Some(h) if !address::collector_host_uses_address_file(h) => {
@@ -276,16 +350,13 @@ impl Locator {
                 DaemonError::Net(format!("the {} is not running here ({e})", self.subsystem))
             })?,
         };
-        if addr.ip().is_loopback() {
-            return Ok(Endpoint::Tcp(addr));
-        }
-        let Some(ca) = &self.ca_file else {
-            return Err(DaemonError::Config(format!(
-                "{addr} is not a loopback address: TLS needs AUTH_SSL_CLIENT_CAFILE"
-            )));
+        let pem = match &self.ca_file {
+            Some(ca) => Some(
+                std::fs::read_to_string(ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?,
+            ),
+            None => None,
         };
-        let pem = std::fs::read_to_string(ca).map_err(|e| DaemonError::Io(format!("{ca}: {e}")))?;
-        Ok(Endpoint::Tls(addr, pem))
+        tls_or_tcp(addr, pem)
     }
 }
 
@@ -328,8 +399,17 @@ pub struct DaemonContext {
     /// The account the daemon runs as.
     pub owner: String,
     pub signing_key: Option<SigningKey>,
-    /// The daemon's own token (for TCP calls to other daemons).
+    /// The daemon's own token (for TCP calls to other daemons); `None` on
+    /// a host without the pool signing key (a joined host), whose daemons
+    /// authenticate by the host certificate ([`DaemonContext::client_identity`]).
     pub daemon_token: Option<String>,
+    /// The host certificate the daemon presents over TLS
+    /// (`AUTH_SSL_CLIENT_CERTFILE`, `AUTH_SSL_CLIENT_KEYFILE`).
+    pub client_identity: Option<ClientIdentity>,
+    /// Credential ids (host certificate serials) this daemon's server
+    /// refuses; shared with the server ([`DaemonContext::server_config`]),
+    /// refreshed from the collector.
+    pub revocations: Revocations,
     pub policy: SecurityPolicy,
     pub update_interval: Duration,
     pub classad_lifetime: u64,
@@ -382,6 +462,11 @@ impl DaemonContext {
                 .map_err(|e| DaemonError::Io(format!("creating {}: {e}", d.display())))?;
         }
         let uid_domain = knob(&config, "UID_DOMAIN")?.unwrap_or_else(|| "localdomain".to_string());
+        let client_identity = client_identity(&config, false)?;
+        // A host that authenticates by its certificate (a joined host) does
+        // not make a pool signing key of its own: tokens signed by it would
+        // mean nothing to the rest of the pool. An existing key is loaded.
+        let create_key = create_key && client_identity.is_none();
         let signing_key = security::load_signing_key(&config, create_key)?;
         let daemon_token = signing_key
             .as_ref()
@@ -401,6 +486,8 @@ impl DaemonContext {
             owner,
             signing_key,
             daemon_token,
+            client_identity,
+            revocations: Revocations::new(),
             policy,
             update_interval,
             classad_lifetime,
@@ -473,6 +560,7 @@ impl DaemonContext {
             self.uid_domain.clone(),
         );
         config.concurrency = self.concurrency;
+        config.revocations = self.revocations.clone();
         config
     }
 
@@ -497,6 +585,7 @@ impl DaemonContext {
     /// clients carrying this context's fault filter.
     pub fn locator(&self, subsystem: &str) -> Result<Locator, DaemonError> {
         let mut locator = Locator::new(&self.config, subsystem)?;
+        locator.identity = self.client_identity.clone();
         locator.faults = self.faults();
         Ok(locator)
     }
@@ -512,43 +601,71 @@ impl DaemonContext {
         Ok(Dialer {
             token: self.daemon_token.clone(),
             ca_pem,
+            identity: self.client_identity.clone(),
             faults: self.faults(),
         })
     }
 
     /// A client for the daemon at `address` (HTCondor's sinful string
     /// `<ip:port>` from an ad's `MyAddress`, or plain `ip:port`), speaking
-    /// with this daemon's token: plain TCP to a loopback address, TLS
-    /// (trusting `AUTH_SSL_CLIENT_CAFILE`) otherwise.
+    /// with this daemon's token and, over TLS, presenting its host
+    /// certificate: TLS (trusting `AUTH_SSL_CLIENT_CAFILE`) when the CA is
+    /// configured, plain TCP to a loopback address otherwise.
     pub fn client_at(&self, address: &str, timeout: Duration) -> Result<Client, DaemonError> {
         self.dialer()?.client_at(address, timeout)
     }
 
     /// The TCP listener of this daemon: `listen_addr(port)`, with TLS
-    /// (`AUTH_SSL_SERVER_CERTFILE` / `AUTH_SSL_SERVER_KEYFILE`) unless the
-    /// address is loopback: tokens never cross a network in clear.
+    /// ([`DaemonContext::server_tls`]) whenever a server certificate is
+    /// configured, loopback too; plain TCP only on loopback without one:
+    /// tokens never cross a network in clear.
     pub async fn tcp_listener(&self, port: u16) -> Result<skua_net::Listener, DaemonError> {
         let addr = self.listen_addr(port)?;
-        if addr.ip().is_loopback() {
-            return skua_net::Listener::tcp(addr)
+        match self.server_tls()? {
+            Some(tls) => skua_net::Listener::tls(addr, tls)
                 .await
-                .map_err(|e| DaemonError::Net(format!("binding {addr}: {e}")));
-        }
-        let (Some(cert), Some(key)) = (
-            self.knob("AUTH_SSL_SERVER_CERTFILE")?,
-            self.knob("AUTH_SSL_SERVER_KEYFILE")?,
-        ) else {
-            return Err(DaemonError::Config(format!(
+                .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}"))),
+            None if addr.ip().is_loopback() => skua_net::Listener::tcp(addr)
+                .await
+                .map_err(|e| DaemonError::Net(format!("binding {addr}: {e}"))),
+            None => Err(DaemonError::Config(format!(
                 "{addr} is not a loopback address: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE"
-            )));
+            ))),
+        }
+    }
+
+    /// The TLS configuration of this daemon's server, when
+    /// `AUTH_SSL_SERVER_CERTFILE` and `AUTH_SSL_SERVER_KEYFILE` are set in
+    /// the configuration (HTCondor's default paths, which do not exist
+    /// here, do not count): it sends the host certificate and the pool CA
+    /// and verifies client certificates, when sent, against
+    /// `AUTH_SSL_SERVER_CAFILE` (default `AUTH_SSL_CLIENT_CAFILE`). `None`
+    /// without a certificate; an error when only one of the two is set or
+    /// the files do not load.
+    pub fn server_tls(&self) -> Result<Option<skua_net::tls::ServerTls>, DaemonError> {
+        let cert = self.configured_knob("AUTH_SSL_SERVER_CERTFILE")?;
+        let key = self.configured_knob("AUTH_SSL_SERVER_KEYFILE")?;
+        let (cert, key) = match (cert, key) {
+            (None, None) => return Ok(None),
+            (Some(c), Some(k)) => (c, k),
+            _ => {
+                return Err(DaemonError::Config(
+                    "AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE go together: set both or neither"
+                        .into(),
+                ))
+            }
         };
-        skua_net::Listener::tls_from_files(
-            addr,
-            std::path::Path::new(&cert),
-            std::path::Path::new(&key),
+        let ca = match self.knob("AUTH_SSL_SERVER_CAFILE")? {
+            Some(ca) => Some(ca),
+            None => self.knob("AUTH_SSL_CLIENT_CAFILE")?,
+        };
+        skua_net::tls::server_config_mtls_from_files(
+            Path::new(&cert),
+            Path::new(&key),
+            ca.as_deref().map(Path::new),
         )
-        .await
-        .map_err(|e| DaemonError::Net(format!("binding {addr} with TLS: {e}")))
+        .map(Some)
+        .map_err(|e| DaemonError::Security(format!("the server certificate: {e}")))
     }
 
     /// The TCP address to listen on: `NETWORK_INTERFACE` (default

@@ -17,6 +17,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod context;
 pub mod logging;
+mod revocation;
 pub mod security;
 pub mod system_config;
 pub mod work;

@@ -22,6 +22,7 @@ pub mod daemon;
 pub mod pool;
 pub mod supervisor;
 
+pub use pool::network::{network_pool_config, NetworkOptions, COLLECTOR_PORT};
 pub use pool::{
     collector_host_uses_address_file, default_pool_dir, directories_to_create, format_address_file,
     pool_config, PoolDir, PoolError, PoolLayout, PoolOptions,

@@ -263,6 +263,16 @@ pub enum PoolError {
 /// breaks, leading or trailing blanks (trimmed from values) and a trailing
 /// `\` (line continuation).
 pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolError> {
+    config_text(dir, options, None)
+}
+
+/// [`pool_config`], or with `net` a network pool's
+/// ([`network::network_pool_config`]).
+fn config_text(
+    dir: &Path,
+    options: &PoolOptions,
+    net: Option<network::NetworkParts>,
+) -> Result<String, PoolError> {
     let local_dir = config_path(dir, true)?;
     let skuad = options
         .skuad
@@ -287,7 +297,11 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     }
 
     let mut c = Config::default();
-    c.comment("Skua personal pool configuration, written by `skua pool start`.");
+    if net.is_some() {
+        c.comment("Skua pool configuration of this host, written by `skua pool start` or `skua pool join`.");
+    } else {
+        c.comment("Skua personal pool configuration, written by `skua pool start`.");
+    }
     c.comment("HTCondor configuration syntax: `NAME = value` lines, `#` comment lines,");
     c.comment("`$(NAME)` stands for the value of NAME.");
 
@@ -299,13 +313,18 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     c.set("LOCK", "$(LOCAL_DIR)/lock");
     c.set("MASTER_INSTANCE_LOCK", "$(LOCK)/InstanceLock");
 
-    c.section("Network: loopback only, every port chosen by the operating system");
-    c.set("CONDOR_HOST", "127.0.0.1");
-    c.set("NETWORK_INTERFACE", "127.0.0.1");
-    c.set("BIND_ALL_INTERFACES", "False");
-    c.comment("Port 0: the collector listens on a port the operating system picks and");
-    c.comment("writes its address to COLLECTOR_ADDRESS_FILE, where clients read it.");
-    c.set("COLLECTOR_HOST", "$(CONDOR_HOST):0");
+    match &net {
+        Some(parts) => c.text.push_str(&parts.network.text),
+        None => {
+            c.section("Network: loopback only, every port chosen by the operating system");
+            c.set("CONDOR_HOST", "127.0.0.1");
+            c.set("NETWORK_INTERFACE", "127.0.0.1");
+            c.set("BIND_ALL_INTERFACES", "False");
+            c.comment("Port 0: the collector listens on a port the operating system picks and");
+            c.comment("writes its address to COLLECTOR_ADDRESS_FILE, where clients read it.");
+            c.set("COLLECTOR_HOST", "$(CONDOR_HOST):0");
+        }
+    }
     c.set(
         "COLLECTOR_ADDRESS_FILE",
         format!("$(LOG)/{COLLECTOR_ADDRESS_FILE_NAME}"),
@@ -316,7 +335,10 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
     );
 
     c.section("Daemons");
-    c.set("DAEMON_LIST", options.daemons.join(", "));
+    match &net {
+        Some(parts) => c.text.push_str(&parts.daemons.text),
+        None => c.set("DAEMON_LIST", options.daemons.join(", ")),
+    }
     if let Some(skuad) = skuad {
         c.set("SKUAD", skuad);
     }
@@ -335,18 +357,26 @@ pub fn pool_config(dir: &Path, options: &PoolOptions) -> Result<String, PoolErro
         }
     }
 
-    c.section("Domains: this machine alone");
-    c.set("UID_DOMAIN", "$(FULL_HOSTNAME)");
-    c.set("FILESYSTEM_DOMAIN", "$(FULL_HOSTNAME)");
+    match &net {
+        Some(parts) => {
+            c.text.push_str(&parts.domains.text);
+            c.text.push_str(&parts.security.text);
+        }
+        None => {
+            c.section("Domains: this machine alone");
+            c.set("UID_DOMAIN", "$(FULL_HOSTNAME)");
+            c.set("FILESYSTEM_DOMAIN", "$(FULL_HOSTNAME)");
 
-    c.section("Security: the pool signing key and tokens, readable by this user only");
-    c.set("SEC_PASSWORD_DIRECTORY", "$(LOCAL_DIR)/passwords.d");
-    c.set(
-        "SEC_TOKEN_POOL_SIGNING_KEY_FILE",
-        format!("$(SEC_PASSWORD_DIRECTORY)/{POOL_SIGNING_KEY_NAME}"),
-    );
-    c.set("SEC_TOKEN_SYSTEM_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
-    c.set("SEC_TOKEN_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
+            c.section("Security: the pool signing key and tokens, readable by this user only");
+            c.set("SEC_PASSWORD_DIRECTORY", "$(LOCAL_DIR)/passwords.d");
+            c.set(
+                "SEC_TOKEN_POOL_SIGNING_KEY_FILE",
+                format!("$(SEC_PASSWORD_DIRECTORY)/{POOL_SIGNING_KEY_NAME}"),
+            );
+            c.set("SEC_TOKEN_SYSTEM_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
+            c.set("SEC_TOKEN_DIRECTORY", "$(LOCAL_DIR)/tokens.d");
+        }
+    }
 
     c.section("Collector updates");
     c.set("UPDATE_INTERVAL", options.update_interval.to_string());
@@ -481,6 +511,8 @@ fn address_file_value(upper: &str) -> String {
         format!("$(LOG)/.{lower}_address")
     }
 }
+
+pub mod network;
 
 #[cfg(test)]
 mod tests;

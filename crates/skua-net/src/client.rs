@@ -27,6 +27,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::fault::{Call, Fault, FaultFilter, Tap};
 use crate::stream::{ReaderBody, OCTET_STREAM};
+use crate::tls::ClientIdentity;
 use crate::NetError;
 
 /// Idle connections kept per client.
@@ -159,6 +160,35 @@ impl Client {
                 faults: self.inner.faults.clone(),
             }),
         }
+    }
+
+    /// The same client presenting `identity` (a host certificate from the
+    /// pool CA and its key) when a TLS server asks for a client
+    /// certificate; TCP and Unix endpoints are unaffected. Fails on a bad
+    /// certificate or key. Connections are not shared with the original.
+    pub fn with_identity(&self, identity: ClientIdentity) -> Result<Client, NetError> {
+        let tls = match &self.inner.endpoint {
+            Endpoint::Tls(addr, ca_pem) => Some((
+                TlsConnector::from(crate::tls::client_config_with_identity(
+                    ca_pem.as_bytes(),
+                    Some(&identity),
+                )?),
+                *addr,
+            )),
+            _ => None,
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                endpoint: self.inner.endpoint.clone(),
+                label: self.inner.label.clone(),
+                authorization: self.inner.authorization.clone(),
+                timeout: self.inner.timeout,
+                tls,
+                max_response_bytes: self.inner.max_response_bytes,
+                idle: Mutex::new(Vec::new()),
+                faults: self.inner.faults.clone(),
+            }),
+        })
     }
 
     /// The same client, its calls passed through a test's fault `filter`
@@ -603,6 +633,14 @@ impl Client {
     }
 
     fn http_error(&self, e: hyper::Error) -> NetError {
+        // With TLS 1.3 the server checks our certificate after our side of
+        // the handshake is done: its refusal arrives with the first reply.
+        if let Some(r) = crate::tls::find_rustls_error(&e) {
+            return NetError::Tls {
+                endpoint: self.inner.label.clone(),
+                message: crate::tls::describe(r, crate::tls::Side::Client),
+            };
+        }
         NetError::Http {
             endpoint: self.inner.label.clone(),
             message: e.to_string(),
@@ -660,10 +698,7 @@ impl Client {
                 let s = connector
                     .connect(crate::tls::server_name(addr), s)
                     .await
-                    .map_err(|e| NetError::Tls {
-                        endpoint: label.clone(),
-                        message: e.to_string(),
-                    })?;
+                    .map_err(|e| crate::tls::tls_error(label, &e))?;
                 self.handshake(s).await
             }
             Endpoint::Unix(path) => {

@@ -10,7 +10,10 @@
 //! - Authentication: `Authorization: Bearer <token>` with HS256 tokens
 //!   signed by the pool [`SigningKey`] ([`issue_token`], [`verify_token`]);
 //!   on a Unix socket without a token, the kernel's peer credentials
-//!   (`name@UID_DOMAIN`, method `local`); otherwise anonymous.
+//!   (`name@UID_DOMAIN`, method `local`); over TLS, a client certificate
+//!   signed by the pool CA (`condor@HOST`, method `ssl`, refused when its
+//!   credential id is in the server's [`Revocations`]); otherwise
+//!   anonymous. [`pki`] makes the pool CA and host certificates.
 //! - Authorization: [`SecurityPolicy`], HTCondor's ALLOW/DENY lists with
 //!   the level hierarchy, narrowed by the token's scope.
 //! - [`Client`]: typed JSON calls to an [`Endpoint`], each bounded by a
@@ -25,8 +28,11 @@ mod error;
 mod fault;
 mod handler;
 mod identity;
+mod join_token;
 mod limits;
+pub mod pki;
 mod policy;
+mod revocation;
 mod server;
 mod stream;
 pub mod tls;
@@ -39,13 +45,21 @@ pub use handler::{JsonStream, Reply, RequestOf, Typed, TypedHandler};
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };
+pub use join_token::{
+    issue_join_token_at, sign_join_claims, verify_join_token_at, DEFAULT_JOIN_LIFETIME,
+};
 pub use limits::{ConcurrencyLimits, WAITING_PER_TURN};
 pub use policy::{pattern_matches, PolicyError, SecurityPolicy};
-pub use server::{ApiError, Caller, Json, Listener, Routes, Server, ServerConfig, ServerHandle};
+pub use revocation::Revocations;
+pub use server::{
+    ApiError, Caller, Json, Listener, PeerAddress, Routes, Server, ServerConfig, ServerHandle,
+    CERTIFICATE_USER,
+};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
     receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
 };
+pub use tls::ClientIdentity;
 pub use token::{
     issue_token, sign_claims, verify_token, verify_token_at, SigningKey, TokenError, KEY_LEN,
     MAX_CLOCK_SKEW, MAX_TOKEN_LEN, MIN_KEY_LEN,
@@ -58,6 +72,9 @@ pub use skua_proto::{AuthLevel, AuthMethod, ErrorBody, ErrorCode};
 /// What a handler needs to take a raw body and headers and to answer with
 /// one: the request body, the headers, a response.
 pub use axum::body::Body;
+/// `FromRef`, so a handler may take a part of its router's state
+/// (`State<Part>` where `Part: FromRef<Whole>`).
+pub use axum::extract::FromRef;
 /// `State`, so daemons need no direct axum dependency for ordinary
 /// handlers.
 pub use axum::extract::State;

@@ -6,7 +6,14 @@
 //!    must name [`PROTOCOL_VERSION`]);
 //! 2. authentication: a `Bearer` token if one is presented (refused with 401
 //!    if it does not verify); otherwise, on a Unix socket, the peer's
-//!    kernel credentials; otherwise the anonymous identity;
+//!    kernel credentials; otherwise, over TLS, the client certificate the
+//!    handshake verified against the pool CA (`condor@<common name>`,
+//!    method `ssl`); otherwise the anonymous identity. A client
+//!    certificate whose credential id (serial) is in the server's
+//!    [`Revocations`] is refused (403) whatever else the request carries;
+//!    a token, when present with a valid certificate, decides the
+//!    identity (one method per request, as HTCondor's negotiation picks
+//!    one);
 //! 3. routing; unknown paths are 404, wrong methods 400;
 //! 4. authorization against the level the route was declared with: token
 //!    scope, then [`SecurityPolicy`] (401 for anonymous callers, 403 for
@@ -28,7 +35,7 @@
 //!    are not size-limited here.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,8 +68,14 @@ use tower::ServiceExt;
 use crate::handler::Typed;
 use crate::identity::local_identity;
 use crate::limits::{drain, read_body, Admission, AdmittedBody, BodyLimit, ConcurrencyLimits};
+use crate::pki::CertInfo;
 use crate::token::verify_token;
-use crate::{Identity, NetError, SecurityPolicy, SigningKey};
+use crate::{Identity, NetError, Revocations, SecurityPolicy, SigningKey};
+
+/// The user part of the identity a client certificate from the pool CA
+/// gives: the pool's daemons on the host the certificate names
+/// (`condor@HOST`).
+pub const CERTIFICATE_USER: &str = "condor";
 
 /// How long a connection may take to send a request's headers (and how
 /// long an idle keep-alive connection is kept).
@@ -89,6 +102,9 @@ pub struct ServerConfig {
     pub handler_timeout: Duration,
     /// Longest a TLS handshake may take.
     pub tls_handshake_timeout: Duration,
+    /// Credential ids (client certificate serials) refused; shared with
+    /// whoever refreshes it.
+    pub revocations: Revocations,
 }
 
 impl ServerConfig {
@@ -106,6 +122,7 @@ impl ServerConfig {
             concurrency: ConcurrencyLimits::default(),
             handler_timeout: Duration::from_secs(60),
             tls_handshake_timeout: Duration::from_secs(10),
+            revocations: Revocations::new(),
         }
     }
 }
@@ -118,6 +135,10 @@ struct Authenticated {
     scope: Option<Arc<[AuthLevel]>>,
     policy: Arc<SecurityPolicy>,
     peer: Arc<str>,
+    peer_ip: Option<IpAddr>,
+    /// The client certificate's credential id, when the identity came
+    /// from it.
+    credential_id: Option<String>,
 }
 
 impl Authenticated {
@@ -185,6 +206,11 @@ pub struct Caller {
     pub identity: Identity,
     /// The levels held, in declaration order.
     pub levels: Vec<AuthLevel>,
+    /// The peer's IP address (`None` on a Unix socket).
+    pub peer_ip: Option<IpAddr>,
+    /// The credential id (certificate serial, lowercase hex) of the
+    /// client certificate the identity came from (method `ssl`).
+    pub credential_id: Option<String>,
 }
 
 impl Caller {
@@ -214,6 +240,28 @@ impl<S: Send + Sync> FromRequestParts<S> for Identity {
         Caller::from_request_parts(parts, state)
             .await
             .map(|c| c.identity)
+    }
+}
+
+/// The caller's address as the server saw it (`ip:port`, or `unix` on
+/// the Unix socket), for handlers that log who asked. An extractor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerAddress(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<PeerAddress>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Internal,
+                    "handler is not behind skua-net authorization",
+                )
+            })
     }
 }
 
@@ -419,7 +467,13 @@ where
             "{} is a {} route; typed handlers answer POST",
             route.path, route.method
         );
-        self.add(route.path, route.level, route.body, handler.router)
+        self.add_with_access(
+            route.path,
+            route.level,
+            route.open,
+            route.body,
+            handler.router,
+        )
     }
 
     /// Supplies the state the handlers extract with `axum::extract::State`.
@@ -436,6 +490,20 @@ where
         body: RequestBody,
         handler: MethodRouter<S>,
     ) -> Self {
+        self.add_with_access(path, required, false, body, handler)
+    }
+
+    /// [`Routes::add`]; `open`: every caller passes authorization (the
+    /// handler authorizes by what the request carries, see
+    /// [`skua_proto::RouteSpec::open`]).
+    fn add_with_access(
+        self,
+        path: &str,
+        required: Option<AuthLevel>,
+        open: bool,
+        body: RequestBody,
+        handler: MethodRouter<S>,
+    ) -> Self {
         let limit = body.limit().map(|max| BodyLimit {
             route: Arc::from(path),
             max,
@@ -447,7 +515,7 @@ where
             None => handler.layer(DefaultBodyLimit::disable()),
         };
         let handler = handler.route_layer(axum::middleware::from_fn(
-            move |req: Request, next: Next| authorize(required, limit.clone(), req, next),
+            move |req: Request, next: Next| authorize(required, open, limit.clone(), req, next),
         ));
         Routes {
             router: self.router.route(path, handler),
@@ -457,6 +525,7 @@ where
 
 async fn authorize(
     required: Option<AuthLevel>,
+    open: bool,
     limit: Option<BodyLimit>,
     mut req: Request,
     next: Next,
@@ -465,7 +534,12 @@ async fn authorize(
         return ApiError::internal("request reached routing without authentication")
             .into_response();
     };
-    if let Err(e) = auth.authorize(required) {
+    req.extensions_mut()
+        .insert(PeerAddress(auth.peer.to_string()));
+    if let Err(e) = auth
+        .authorize(required)
+        .or_else(|e| if open { Ok(()) } else { Err(e) })
+    {
         tracing::warn!(
             identity = %auth.identity,
             method = %auth.identity.method,
@@ -496,6 +570,8 @@ async fn authorize(
     let caller = Caller {
         identity: auth.identity.clone(),
         levels: auth.levels(),
+        peer_ip: auth.peer_ip,
+        credential_id: auth.credential_id.clone(),
     };
     req.extensions_mut().insert(caller);
     next.run(req).await
@@ -642,6 +718,7 @@ struct Shared {
     uid_domain: String,
     handler_timeout: Duration,
     tls_handshake_timeout: Duration,
+    revocations: Revocations,
 }
 
 /// Per-connection facts.
@@ -653,6 +730,18 @@ struct ConnInfo {
     host: Arc<str>,
     /// The peer's identity from kernel credentials (Unix sockets only).
     local: Option<Identity>,
+    /// The peer's IP address (TCP and TLS).
+    ip: Option<IpAddr>,
+    /// The client certificate the TLS handshake verified, if any.
+    cert: Option<Arc<PeerCert>>,
+}
+
+/// What a verified client certificate says.
+struct PeerCert {
+    /// The common name: the host the certificate was issued for.
+    host: Option<String>,
+    /// The credential id (serial, lowercase hex).
+    id: String,
 }
 
 /// A server ready to be spawned on listeners.
@@ -680,6 +769,7 @@ impl Server {
                 uid_domain: config.uid_domain,
                 handler_timeout: config.handler_timeout,
                 tls_handshake_timeout: config.tls_handshake_timeout,
+                revocations: config.revocations,
             }),
         })
     }
@@ -826,18 +916,47 @@ async fn connection(
     match accepted {
         Accepted::Tcp(stream, peer) => {
             let _ = stream.set_nodelay(true);
-            let info = ConnInfo {
+            let mut info = ConnInfo {
                 peer: peer.to_string().into(),
                 host: peer.ip().to_string().into(),
                 local: None,
+                ip: Some(peer.ip()),
+                cert: None,
             };
             let Some(acceptor) = tls else {
                 return serve_connection(shared, stream, info, shutdown).await;
             };
             match tokio::time::timeout(shared.tls_handshake_timeout, acceptor.accept(stream)).await
             {
-                Ok(Ok(stream)) => serve_connection(shared, stream, info, shutdown).await,
-                Ok(Err(e)) => tracing::warn!(peer = %peer, error = %e, "tls handshake failed"),
+                Ok(Ok(stream)) => {
+                    if let Some(der) = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                    {
+                        match CertInfo::parse(der, "client certificate") {
+                            Ok(c) => {
+                                info.cert = Some(Arc::new(PeerCert {
+                                    host: c.common_name,
+                                    id: c.serial_hex,
+                                }))
+                            }
+                            Err(e) => {
+                                tracing::warn!(peer = %peer, error = %e, "refused a client certificate that does not parse");
+                                return;
+                            }
+                        }
+                    }
+                    serve_connection(shared, stream, info, shutdown).await
+                }
+                Ok(Err(e)) => {
+                    let reason = match crate::tls::find_rustls_error(&e) {
+                        Some(r) => crate::tls::describe(r, crate::tls::Side::Server),
+                        None => e.to_string(),
+                    };
+                    tracing::warn!(peer = %peer, "tls handshake failed: {reason}")
+                }
                 Err(_) => tracing::warn!(peer = %peer, "tls handshake timed out"),
             }
         }
@@ -862,6 +981,8 @@ async fn connection(
                 peer: peer.into(),
                 host: "local".into(),
                 local: Some(identity),
+                ip: None,
+                cert: None,
             };
             serve_connection(shared, stream, info, shutdown).await
         }
@@ -922,13 +1043,14 @@ async fn respond(shared: &Shared, info: &ConnInfo, req: http::Request<Incoming>)
     }
     let auth = match authenticate(shared, info, &parts.headers) {
         Ok(auth) => auth,
-        Err(message) => {
+        Err(e) => {
             tracing::warn!(
                 peer = %info.peer,
                 path = %parts.uri.path(),
-                "authentication failed: {message}"
+                "authentication failed: {}",
+                e.0.message
             );
-            return ApiError::new(ErrorCode::Unauthenticated, message).into_response();
+            return e.into_response();
         }
     };
     let path = parts.uri.path().to_string();
@@ -993,27 +1115,64 @@ fn authenticate(
     shared: &Shared,
     info: &ConnInfo,
     headers: &HeaderMap,
-) -> Result<Authenticated, String> {
+) -> Result<Authenticated, ApiError> {
+    let unauthenticated = |m: String| ApiError::new(ErrorCode::Unauthenticated, m);
+    let mut credential_id = None;
+    if let Some(cert) = &info.cert {
+        let host = cert.host.as_deref().unwrap_or("(no common name)");
+        if shared.revocations.contains(&cert.id) {
+            tracing::warn!(
+                peer = %info.peer,
+                host,
+                credential_id = %cert.id,
+                "refused a revoked host certificate"
+            );
+            return Err(ApiError::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "the certificate of {host} (credential {}) has been revoked",
+                    cert.id
+                ),
+            ));
+        }
+    }
     let (identity, scope) = match headers.get(AUTHORIZATION) {
-        None => (info.local.clone().unwrap_or_else(Identity::anonymous), None),
+        None => match (&info.local, &info.cert) {
+            (Some(local), _) => (local.clone(), None),
+            (None, Some(cert)) => {
+                let host = cert.host.as_deref().unwrap_or_default();
+                let identity =
+                    Identity::new(CERTIFICATE_USER, host, AuthMethod::Ssl).map_err(|_| {
+                        unauthenticated(format!(
+                            "the client certificate (credential {}) names no usable host: `{host}`",
+                            cert.id
+                        ))
+                    })?;
+                credential_id = Some(cert.id.clone());
+                (identity, None)
+            }
+            (None, None) => (Identity::anonymous(), None),
+        },
         Some(value) => {
             let text = value
                 .to_str()
-                .map_err(|_| "the authorization header is not ascii".to_string())?;
+                .map_err(|_| unauthenticated("the authorization header is not ascii".into()))?;
             let token = match text.split_once(' ') {
                 Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
                 _ => {
-                    return Err(
-                        "unsupported authorization scheme; expected `Bearer <token>`".to_string(),
-                    )
+                    return Err(unauthenticated(
+                        "unsupported authorization scheme; expected `Bearer <token>`".into(),
+                    ))
                 }
             };
             let Some(key) = &shared.signing_key else {
-                return Err("this server accepts no tokens (it has no signing key)".to_string());
+                return Err(unauthenticated(
+                    "this server accepts no tokens (it has no signing key)".into(),
+                ));
             };
-            let claims = verify_token(key, token).map_err(|e| e.to_string())?;
-            let identity =
-                Identity::parse(&claims.sub, AuthMethod::Token).map_err(|e| e.to_string())?;
+            let claims = verify_token(key, token).map_err(|e| unauthenticated(e.to_string()))?;
+            let identity = Identity::parse(&claims.sub, AuthMethod::Token)
+                .map_err(|e| unauthenticated(e.to_string()))?;
             tracing::debug!(identity = %identity, jti = %claims.jti, peer = %info.peer, "token accepted");
             (identity, Some(Arc::from(claims.scope)))
         }
@@ -1023,5 +1182,7 @@ fn authenticate(
         scope,
         policy: shared.policy.clone(),
         peer: info.peer.clone(),
+        peer_ip: info.ip,
+        credential_id,
     })
 }

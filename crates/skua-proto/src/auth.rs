@@ -109,6 +109,10 @@ pub enum AuthMethod {
     /// The kernel's peer credentials on a Unix-domain socket (HTCondor's FS:
     /// same host only).
     Local,
+    /// A TLS client certificate signed by the pool's CA (HTCondor's SSL):
+    /// the caller is the pool's daemon identity on the host the
+    /// certificate names, `condor@HOST`.
+    Ssl,
     /// No credentials: the caller is `unauthenticated@unmapped`.
     Anonymous,
 }
@@ -119,6 +123,7 @@ impl AuthMethod {
         match self {
             AuthMethod::Token => "token",
             AuthMethod::Local => "local",
+            AuthMethod::Ssl => "ssl",
             AuthMethod::Anonymous => "anonymous",
         }
     }
@@ -226,5 +231,7 @@ mod tests {
             "\"local\""
         );
         assert_eq!(AuthMethod::Token.to_string(), "token");
+        assert_eq!(serde_json::to_string(&AuthMethod::Ssl).unwrap(), "\"ssl\"");
+        assert_eq!(AuthMethod::Ssl.to_string(), "ssl");
     }
 }

@@ -13,6 +13,7 @@
 mod auth;
 mod collector;
 mod error;
+mod join;
 mod master;
 mod negotiator;
 pub mod routes;
@@ -23,6 +24,11 @@ mod startd;
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
 pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
 pub use error::{ErrorBody, ErrorCode};
+pub use join::{
+    CredentialList, CredentialQuery, CredentialRecord, JoinClaims, JoinReply, JoinRequest,
+    PoolRole, RevocationList, RevocationQuery, RevokeReply, RevokeRequest, JOIN_SCOPE,
+    JOIN_SUBJECT,
+};
 pub use master::{CommandReply, DaemonCommand, MasterCommand};
 pub use negotiator::{
     MatchInfo, Matches, Reschedule, ResourceRequest, ResourceRequests, ResourceRequestsReply,

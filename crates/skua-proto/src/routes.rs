@@ -7,12 +7,13 @@ use std::ops::Deref;
 
 use crate::{
     Ack, ActivateRequest, AdUpdate, AuthLevel, BeginReply, ClaimAlive, ClaimReply, ClaimRequest,
-    ClaimStatus, CommandReply, DaemonCommand, DeactivateRequest, DrainRequest, InputFileRequest,
-    Invalidate, JobAction, JobActionReply, JobExit, JobQuery, JobQueryReply, JobUpdate,
-    MatchNotice, Matches, NewCluster, NewClusterReply, Query, QueryReply, ReleaseRequest,
-    Reschedule, ResourceRequests, ResourceRequestsReply, SetAttribute, ShadowBegin, SlotStates,
-    StarterGone, Submit, SubmitReply, UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest,
-    WhoAmI,
+    ClaimStatus, CommandReply, CredentialList, CredentialQuery, DaemonCommand, DeactivateRequest,
+    DrainRequest, InputFileRequest, Invalidate, JobAction, JobActionReply, JobExit, JobQuery,
+    JobQueryReply, JobUpdate, JoinReply, JoinRequest, MatchNotice, Matches, NewCluster,
+    NewClusterReply, Query, QueryReply, ReleaseRequest, Reschedule, ResourceRequests,
+    ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply, RevokeRequest,
+    SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply, UserPrioEdit,
+    UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
 };
 
 /// Largest request body of a command or a query (a job action, a
@@ -60,6 +61,10 @@ pub struct RouteSpec {
     pub level: Option<AuthLevel>,
     /// How the request body is taken, and its size limit.
     pub body: RequestBody,
+    /// Open to every caller, anonymous ones included, whatever the
+    /// policy: the request body carries its own authorization (a join
+    /// token), which the handler checks. Only [`COLLECTOR_JOIN`] is open.
+    pub open: bool,
 }
 
 /// A command's place in the protocol with the message it takes (`Req`)
@@ -89,6 +94,22 @@ impl<Req, Resp> Route<Req, Resp> {
                 path,
                 level,
                 body,
+                open: false,
+            },
+            messages: PhantomData,
+        }
+    }
+
+    /// A `POST` route open to every caller, anonymous ones included (see
+    /// [`RouteSpec::open`]).
+    pub const fn open(path: &'static str, body: RequestBody) -> Self {
+        Route {
+            spec: RouteSpec {
+                method: "POST",
+                path,
+                level: None,
+                body,
+                open: true,
             },
             messages: PhantomData,
         }
@@ -166,6 +187,40 @@ pub const COLLECTOR_QUERY: Route<Query, QueryReply> = Route::new(
     "POST",
     "/collector/query",
     Some(AuthLevel::Read),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /collector/join` with [`crate::JoinRequest`] →
+/// [`crate::JoinReply`]. Open to anonymous callers (a joining host has no
+/// credential yet): the request's join token is its authorization.
+pub const COLLECTOR_JOIN: Route<JoinRequest, JoinReply> =
+    Route::open("/collector/join", RequestBody::Buffered(COMMAND_BODY_LIMIT));
+
+/// `POST /collector/credentials` with [`crate::CredentialQuery`] →
+/// [`crate::CredentialList`]: the credential registry.
+pub const COLLECTOR_CREDENTIALS: Route<CredentialQuery, CredentialList> = Route::new(
+    "POST",
+    "/collector/credentials",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /collector/revoke` with [`crate::RevokeRequest`] →
+/// [`crate::RevokeReply`].
+pub const COLLECTOR_REVOKE: Route<RevokeRequest, RevokeReply> = Route::new(
+    "POST",
+    "/collector/revoke",
+    Some(AuthLevel::Administrator),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /collector/revocations` with [`crate::RevocationQuery`] →
+/// [`crate::RevocationList`]: the revoked credential ids, which every
+/// daemon fetches on each advertise cycle.
+pub const COLLECTOR_REVOCATIONS: Route<RevocationQuery, RevocationList> = Route::new(
+    "POST",
+    "/collector/revocations",
+    Some(AuthLevel::Daemon),
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
@@ -396,6 +451,10 @@ pub const ALL: &[RouteSpec] = &[
     COLLECTOR_UPDATE.spec(),
     COLLECTOR_INVALIDATE.spec(),
     COLLECTOR_QUERY.spec(),
+    COLLECTOR_JOIN.spec(),
+    COLLECTOR_CREDENTIALS.spec(),
+    COLLECTOR_REVOKE.spec(),
+    COLLECTOR_REVOCATIONS.spec(),
     MASTER_COMMAND.spec(),
     SCHEDD_NEW_CLUSTER.spec(),
     SCHEDD_SUBMIT.spec(),
@@ -454,5 +513,13 @@ mod tests {
             }
         }
         assert!(COLLECTOR_QUERY.body.limit() <= Some(COMMAND_BODY_LIMIT));
+    }
+
+    #[test]
+    fn only_the_join_route_is_open() {
+        for r in ALL {
+            assert_eq!(r.open, r.path == "/collector/join", "{}", r.path);
+        }
+        assert_eq!(COLLECTOR_JOIN.level, None);
     }
 }

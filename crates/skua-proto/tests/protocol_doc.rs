@@ -70,6 +70,7 @@ fn every_route_is_documented_with_its_method_and_level() {
             route.path
         );
         let level = match route.level {
+            _ if route.open => "anyone, anonymous included",
             Some(level) => level.as_str(),
             None => "any identified caller",
         };

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod pool;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
