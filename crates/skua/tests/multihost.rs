@@ -376,26 +376,28 @@ fn running_jobs_survive_a_crashed_central_manager_and_matches_resume_when_it_ret
 
 #[test]
 fn hosts_without_the_pools_credentials_cannot_advertise() {
-    // host 2 has the pool's credentials; 3 has no signing key (no token),
-    // 4 a signing key of its own (forged tokens), 5 a certificate from
-    // another CA and trusts only that CA
+    // host 2 joins the pool; 3 has no credentials, 4 a token signed with a
+    // key of its own, 5 a client certificate from another CA (all three
+    // trust the pool's CA)
     let pool = MultiPool::new("creds", &[&[CM], &[EXEC], &[EXEC], &[EXEC], &[EXEC]], &[]);
+    pool.join_all(&[3, 4, 5]);
     pool.configure_host(3, Credentials::NoToken);
     pool.configure_host(4, Credentials::ForgedKey);
     pool.configure_host(5, Credentials::OtherCa);
-    // the execute hosts first: each finds no collector, then a collector
-    // that refuses it, and says so
-    for i in 2..=5 {
+    // the refused hosts come up while the central manager is down: each
+    // finds no collector, then a collector that refuses it, and says so
+    pool.hosts.crash(1);
+    for i in [3, 4, 5] {
         pool.start_host(i);
     }
-    for i in 2..=5 {
+    for i in [3, 4, 5] {
         pool.wait_for("the startd finding no collector", 30, || {
             pool.log(i, "Startd").contains("cannot advertise")
         });
     }
     pool.start_host(1);
     let good = pool.hosts.name(2);
-    pool.wait_for("the good host's slots", 60, || {
+    pool.wait_for("the joined host's slots", 60, || {
         pool.slots()
             .iter()
             .filter(|n| n.ends_with(&format!("@{good}")))
@@ -412,9 +414,12 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
             "token signature does not verify",
             "token signature does not verify",
         ),
-        // (the host's TLS refuses the collector's certificate: its issuer
-        // is unknown there)
-        (5, "tls handshake failed", "UnknownIssuer"),
+        // the collector's TLS refuses the host's client certificate
+        (
+            5,
+            "refused the client's certificate",
+            "refused our certificate",
+        ),
     ];
     for (i, collector_says, host_says) in expected {
         let peer = format!("peer={}:", pool.hosts.addr(i));
@@ -437,4 +442,28 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
             "host {n} advertised: {names:?}"
         );
     }
+}
+
+#[test]
+fn a_revoked_host_is_refused_and_its_slots_leave_the_pool() {
+    let pool = MultiPool::start("revoke", &[&[CM], &[EXEC], &[EXEC]], &[]);
+    let cm = pool.central_manager();
+    let gone = pool.hosts.name(3);
+    let out = pool.ok(cm, &["token", "revoke", &gone]);
+    assert!(out.contains(&gone), "{out}");
+    let peer = format!("peer={}:", pool.hosts.addr(3));
+    pool.wait_for("the collector's refusal", 30, || {
+        pool.log(cm, "Collector")
+            .lines()
+            .any(|l| l.contains(&peer) && l.contains("revoked"))
+    });
+    pool.wait_for("the revoked host's log line", 30, || {
+        pool.log(3, "Startd")
+            .lines()
+            .any(|l| l.contains("cannot advertise") && l.contains("revoked"))
+    });
+    pool.wait_for("its slots gone, the other host's kept", 30, || {
+        let s = pool.slots();
+        s.len() == 2 && s.iter().all(|n| !n.ends_with(&format!("@{gone}")))
+    });
 }

@@ -1,17 +1,17 @@
-//! A pool of several hosts for the cross-host tests: one [`Hosts`] set, a
-//! pool directory per host under one temporary directory (its own `LOG`,
-//! `LOCK`, `SPOOL`, `EXECUTE`, and `FILESYSTEM_DOMAIN` = its host name, so
-//! files really travel between hosts), each host's `skuad master` started
+//! A pool spread over test hosts for the cross-host tests: one [`Hosts`]
+//! set, a pool directory per host under one temporary directory (its own
+//! `LOG`, `LOCK`, `SPOOL`, `EXECUTE`, and `FILESYSTEM_DOMAIN` = its host
+//! name, so files really travel between hosts), each host's master running
 //! inside its namespace with `NETWORK_INTERFACE` = its address.
 //!
-//! Security is set up by hand, with what the daemons understand today
-//! ([`MultiPool::configure_host`], the one place to switch to
-//! `skua pool start --role central-manager` and `skua pool join`): a test CA
-//! made here (rcgen), a server certificate per host issued by it for the
-//! host's address and name (`AUTH_SSL_SERVER_CERTFILE`/`KEYFILE`), every
-//! host trusting that CA (`AUTH_SSL_CLIENT_CAFILE`), and the pool signing
-//! key `POOL` copied to every host so that the daemons' tokens validate.
-//! A host can be given bad credentials instead ([`Credentials`]).
+//! Hosts join the pool as an administrator would ([`MultiPool::join_all`]):
+//! the central manager with `skua pool start --role central-manager`, which
+//! makes the pool CA and prints a join command; every other host with
+//! `skua pool join CM --token T --ca-hash H --role ...` (one join token
+//! each, `skua token create --join` on the central manager). The test's
+//! knobs reach every daemon as `_CONDOR_<KNOB>` in the environment.
+//! A host can instead be configured by hand with bad credentials
+//! ([`MultiPool::configure_host`], [`Credentials`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,22 +34,15 @@ pub enum Role {
 /// The credentials a host is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Credentials {
-    /// The pool's: a certificate from the pool's CA, trusting it, and the
-    /// pool signing key.
-    Pool,
-    /// A certificate from the pool's CA and trusting it, but no signing
-    /// key: its daemons have no token.
+    /// No credentials: it trusts the pool's CA but has no client
+    /// certificate and no signing key (its daemons call anonymously).
     NoToken,
-    /// A signing key of its own (its tokens are forged for the pool).
+    /// No certificate from the pool, and a signing key of its own: its
+    /// tokens are forged for the pool.
     ForgedKey,
-    /// Everything from another CA: its certificate, and the CA it trusts;
-    /// the pool signing key.
+    /// A client certificate from another CA (it trusts the pool's CA).
     OtherCa,
 }
-
-/// The UID domain every host shares (the submitting account exists on
-/// each, as one machine's accounts are every test host's).
-pub const UID_DOMAIN: &str = "multihost.test";
 
 /// A test CA and what it issues.
 struct TestCa {
@@ -100,7 +93,6 @@ pub struct MultiPool {
     _remove: RemoveOnDrop,
     roles: Vec<Vec<Role>>,
     knobs: Vec<(String, String)>,
-    ca: TestCa,
     other_ca: TestCa,
 }
 
@@ -124,44 +116,138 @@ pub fn fast_knobs() -> Vec<(&'static str, &'static str)> {
 }
 
 impl MultiPool {
-    /// Makes one test host per entry of `roles` (host 1 first), configures
-    /// each with the pool's credentials and [`fast_knobs`] then `knobs` (a
-    /// later knob wins), but starts nothing.
+    /// Makes one test host per entry of `roles` (host 1 first), with
+    /// [`fast_knobs`] then `knobs` (a later knob wins), but configures and
+    /// starts nothing.
     pub fn new(name: &str, roles: &[&[Role]], knobs: &[(&str, &str)]) -> MultiPool {
         let hosts = Hosts::up(roles.len());
         let base = scratch(name);
-        let ca_dir = base.join("ca");
-        std::fs::create_dir_all(&ca_dir).expect("make the CA directory");
-        skua_net::SigningKey::load_or_create(&ca_dir.join("POOL")).expect("make the pool key");
         let mut all: Vec<(String, String)> = fast_knobs()
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         all.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let pool = MultiPool {
+        MultiPool {
             hosts,
             _remove: RemoveOnDrop(base.clone()),
             base,
             roles: roles.iter().map(|r| r.to_vec()).collect(),
             knobs: all,
-            ca: TestCa::new("Skua test pool CA"),
             other_ca: TestCa::new("Another CA"),
-        };
-        for i in 1..=roles.len() {
-            pool.configure_host(i, Credentials::Pool);
         }
-        pool
     }
 
-    /// [`MultiPool::new`], then every host started and the pool ready
+    /// [`MultiPool::new`], then every host joined and started
+    /// ([`MultiPool::join_all`]) and the pool ready
     /// ([`MultiPool::wait_ready`]).
     pub fn start(name: &str, roles: &[&[Role]], knobs: &[(&str, &str)]) -> MultiPool {
         let pool = MultiPool::new(name, roles, knobs);
-        for i in 1..=roles.len() {
-            pool.start_host(i);
-        }
+        pool.join_all(&[]);
         pool.wait_ready();
         pool
+    }
+
+    /// The `--role` argument of host `i`.
+    fn role_arg(&self, i: usize) -> String {
+        self.roles[i - 1]
+            .iter()
+            .map(|r| match r {
+                Role::CentralManager => "central-manager",
+                Role::Submit => "submit",
+                Role::Execute => "execute",
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The test's knobs as `_CONDOR_<KNOB>` on `c`.
+    fn knob_env(&self, c: &mut Command) {
+        for (k, v) in &self.knobs {
+            c.env(format!("_CONDOR_{k}"), v);
+        }
+    }
+
+    /// Starts the central manager with `skua pool start --role
+    /// central-manager` and joins every other host but those of `except`
+    /// with `skua pool join` (each with a join token of its own); each
+    /// command starts its host's master. Returns the join command's
+    /// central manager address and CA hash.
+    pub fn join_all(&self, except: &[usize]) -> (String, String) {
+        let cm = self.central_manager();
+        let dir = self.dir(cm).display().to_string();
+        let addr = self.hosts.addr(cm);
+        let out = self.admin(
+            cm,
+            &[
+                "pool",
+                "start",
+                "--role",
+                &self.role_arg(cm),
+                "--dir",
+                &dir,
+                "--address",
+                &addr,
+            ],
+        );
+        // `skua pool join HOST:PORT --token T --ca-hash H`
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("skua pool join "))
+            .unwrap_or_else(|| panic!("no join command in {out:?}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let after = |flag: &str| -> String {
+            let at = words.iter().position(|w| *w == flag).unwrap_or_else(|| {
+                panic!("no {flag} in the join command {line:?}");
+            });
+            words[at + 1].to_string()
+        };
+        let target = words[3].to_string();
+        let mut token = Some(after("--token"));
+        let hash = after("--ca-hash");
+        for i in (1..=self.roles.len()).filter(|i| *i != cm && !except.contains(i)) {
+            let t = match token.take() {
+                Some(t) => t,
+                None => self
+                    .admin(cm, &["token", "create", "--join"])
+                    .trim()
+                    .to_string(),
+            };
+            let dir = self.dir(i).display().to_string();
+            self.admin(
+                i,
+                &[
+                    "pool",
+                    "join",
+                    &target,
+                    "--token",
+                    &t,
+                    "--ca-hash",
+                    &hash,
+                    "--role",
+                    &self.role_arg(i),
+                    "--dir",
+                    &dir,
+                ],
+            );
+        }
+        (target, hash)
+    }
+
+    /// Runs `skua args` on host `i` as root with the test's knobs in the
+    /// environment (for the pool commands, whose masters inherit it); it
+    /// must succeed: its standard output.
+    fn admin(&self, i: usize, args: &[&str]) -> String {
+        let mut c = self.skua_command(i, &self.base, args);
+        self.knob_env(&mut c);
+        let out = self.hosts.run(i, c);
+        assert!(
+            out.status.success(),
+            "skua {args:?} on host {i} failed: {}\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout),
+            self.logs()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Host `i`'s pool directory.
@@ -195,12 +281,21 @@ impl MultiPool {
             .collect()
     }
 
-    /// Writes host `i`'s pool directory and configuration, with
-    /// `credentials`. The one place where a host joins the pool: by hand
-    /// today (see the module documentation).
+    /// Writes host `i`'s pool directory and configuration by hand, with
+    /// bad `credentials` (see [`Credentials`]): it trusts the pool's CA
+    /// (the central manager's, which must have been started) and listens
+    /// with a server certificate from another CA.
     pub fn configure_host(&self, i: usize, credentials: Credentials) {
         let dir = self.dir(i);
-        for sub in ["log", "spool", "execute", "lock", "passwords.d", "tokens.d"] {
+        for sub in [
+            "log",
+            "spool",
+            "execute",
+            "lock",
+            "passwords.d",
+            "tokens.d",
+            "certs",
+        ] {
             std::fs::create_dir_all(dir.join(sub)).expect("make a pool directory");
         }
         for private in ["passwords.d", "tokens.d"] {
@@ -208,36 +303,20 @@ impl MultiPool {
         }
         let name = self.hosts.name(i);
         let ip = self.hosts.addr(i);
-        let ca = if credentials == Credentials::OtherCa {
-            &self.other_ca
-        } else {
-            &self.ca
-        };
-        let (cert, key) = ca.issue(&name, &ip);
         let sec = dir.join("certs");
-        std::fs::create_dir_all(&sec).expect("make the certificate directory");
+        let (cert, key) = self.other_ca.issue(&name, &ip);
         std::fs::write(sec.join("host.pem"), cert).expect("write the host certificate");
         std::fs::write(sec.join("host.key"), key).expect("write the host key");
         set_mode(&sec.join("host.key"), 0o600);
-        std::fs::write(sec.join("ca.pem"), &ca.cert_pem).expect("write the CA");
+        let pool_ca = self.dir(self.central_manager()).join("certs/pool_ca.pem");
+        std::fs::copy(&pool_ca, sec.join("ca.pem")).expect("copy the pool CA's certificate");
         let key_file = dir.join("passwords.d/POOL");
-        let _ = std::fs::remove_file(&key_file);
-        match credentials {
-            Credentials::Pool | Credentials::OtherCa => {
-                std::fs::copy(self.base.join("ca/POOL"), &key_file).expect("copy the pool key");
-                set_mode(&key_file, 0o600);
-            }
-            Credentials::ForgedKey => {
-                skua_net::SigningKey::load_or_create(&key_file).expect("make a forged key");
-            }
-            Credentials::NoToken => {}
+        if credentials == Credentials::ForgedKey {
+            skua_net::SigningKey::load_or_create(&key_file).expect("make a forged key");
         }
 
         let roles = &self.roles[i - 1];
         let mut daemons = vec!["MASTER"];
-        if roles.contains(&Role::CentralManager) {
-            daemons.extend(["COLLECTOR", "NEGOTIATOR"]);
-        }
         if roles.contains(&Role::Submit) {
             daemons.push("SCHEDD");
         }
@@ -246,7 +325,7 @@ impl MultiPool {
         }
         let cm = self.hosts.addr(self.central_manager());
         let mut text = format!(
-            "# host {name}: {roles:?}\n\
+            "# host {name} configured by hand: {roles:?}, {credentials:?}\n\
              LOCAL_DIR = {dir}\n\
              LOG = $(LOCAL_DIR)/log\n\
              SPOOL = $(LOCAL_DIR)/spool\n\
@@ -257,15 +336,10 @@ impl MultiPool {
              COLLECTOR_HOST = $(CONDOR_HOST):9618\n\
              NETWORK_INTERFACE = {ip}\n\
              BIND_ALL_INTERFACES = False\n\
-             MASTER_ADDRESS_FILE = $(LOG)/.master_address\n\
-             COLLECTOR_ADDRESS_FILE = $(LOG)/.collector_address\n\
-             SCHEDD_ADDRESS_FILE = $(SPOOL)/.schedd_address\n\
              DAEMON_LIST = {daemons}\n\
              SKUAD = {skuad}\n\
-             UID_DOMAIN = {UID_DOMAIN}\n\
              FILESYSTEM_DOMAIN = $(FULL_HOSTNAME)\n\
              SEC_PASSWORD_DIRECTORY = $(LOCAL_DIR)/passwords.d\n\
-             SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(SEC_PASSWORD_DIRECTORY)/POOL\n\
              SEC_TOKEN_SYSTEM_DIRECTORY = $(LOCAL_DIR)/tokens.d\n\
              SEC_TOKEN_DIRECTORY = $(LOCAL_DIR)/tokens.d\n\
              AUTH_SSL_SERVER_CERTFILE = $(LOCAL_DIR)/certs/host.pem\n\
@@ -281,9 +355,17 @@ impl MultiPool {
                 d.to_ascii_lowercase()
             ));
         }
-        if credentials == Credentials::NoToken {
+        match credentials {
             // no key at all (a master would otherwise make one of its own)
-            text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n");
+            Credentials::NoToken => text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n"),
+            Credentials::ForgedKey => {
+                text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(SEC_PASSWORD_DIRECTORY)/POOL\n")
+            }
+            Credentials::OtherCa => text.push_str(
+                "SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n\
+                 AUTH_SSL_CLIENT_CERTFILE = $(AUTH_SSL_SERVER_CERTFILE)\n\
+                 AUTH_SSL_CLIENT_KEYFILE = $(AUTH_SSL_SERVER_KEYFILE)\n",
+            ),
         }
         for (k, v) in &self.knobs {
             text.push_str(&format!("{k} = {v}\n"));
@@ -291,7 +373,9 @@ impl MultiPool {
         std::fs::write(self.config(i), text).expect("write the host's configuration");
     }
 
-    /// Starts host `i`'s master (`skuad master`) inside its namespace.
+    /// Starts host `i`'s master (`skuad master`) inside its namespace, with
+    /// the test's knobs in its environment (a restart after a crash, or a
+    /// host configured by hand).
     pub fn start_host(&self, i: usize) {
         let mut c = Command::new(SKUAD);
         c.arg("master")
@@ -299,7 +383,9 @@ impl MultiPool {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &self.base)
             .env("SKUA_CONFIG", self.config(i));
-        self.hosts.spawn(i, c, &self.dir(i).join("master.out"));
+        self.knob_env(&mut c);
+        std::fs::create_dir_all(self.dir(i).join("log")).expect("make the log directory");
+        self.hosts.spawn(i, c, &self.dir(i).join("log/master.out"));
     }
 
     fn skua_command(&self, i: usize, cwd: &Path, args: &[&str]) -> Command {
@@ -476,7 +562,8 @@ impl MultiPool {
                 "master.out",
             ] {
                 let text = if daemon == "master.out" {
-                    std::fs::read_to_string(self.dir(i).join(daemon)).unwrap_or_default()
+                    std::fs::read_to_string(self.dir(i).join("log").join(daemon))
+                        .unwrap_or_default()
                 } else {
                     self.log(i, daemon)
                 };
