@@ -6,10 +6,11 @@
 #   multi-host:  four test hosts made with network namespaces
 #                (../shared/netns/hosts.sh): a central manager (collector,
 #                negotiator), a submit host (schedd) and two execute hosts of
-#                8 slots each (NUM_CPUS=8); every connection between hosts is
-#                TLS (a test CA made here with openssl, the pool signing key
-#                copied to each host), each host has its own pool directory
-#                and FILESYSTEM_DOMAIN.
+#                8 slots each (NUM_CPUS=8), joined as an administrator joins
+#                them (`skua pool start --role central-manager`, then
+#                `skua pool join` on each host); every connection between
+#                hosts is TLS with the pool's CA, each host has its own pool
+#                directory and FILESYSTEM_DOMAIN.
 #
 # Workloads, each one cluster timed from the submit to the moment the last
 # job has left the queue: N trivial jobs (/bin/true), then 200 x `sleep 1`
@@ -20,7 +21,7 @@
 #        (defaults: target/release 1000 200)
 # Environment: HOSTS_PREFIX (default skb), HOSTS_NET (default 10.79.0) for the
 # test hosts; SKUA_SHARED (default ../shared) for the shared directory.
-# Needs root, iproute2's `ip`, `unshare`, `setpriv` and `openssl`.
+# Needs root, iproute2's `ip`, `unshare` and `setpriv`.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=$(cd "${1:-target/release}" && pwd)
@@ -102,60 +103,20 @@ unset SKUA_CONFIG
 hosts down >/dev/null 2>&1 || true
 hosts up 4
 addr() { echo "$HOSTS_NET.$((10 + $1))"; }
-CA="$DIR/ca"
-mkdir -p "$CA"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj "/CN=bench pool CA" -keyout "$CA/ca.key" -out "$CA/ca.pem" 2>/dev/null
-head -c 64 /dev/urandom > "$CA/POOL"
-for i in 1 2 3 4; do
-    h="$DIR/h$i"
-    mkdir -p "$h/log" "$h/spool" "$h/execute" "$h/lock" "$h/passwords.d" "$h/tokens.d" "$h/certs"
-    chmod 700 "$h/passwords.d" "$h/tokens.d"
-    cp "$CA/POOL" "$h/passwords.d/POOL" && chmod 600 "$h/passwords.d/POOL"
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -subj "/CN=$HOSTS_PREFIX$i" -keyout "$h/certs/host.key" -out "$h/certs/host.csr" 2>/dev/null
-    printf 'subjectAltName=IP:%s,DNS:%s\nbasicConstraints=CA:FALSE\n' "$(addr $i)" "$HOSTS_PREFIX$i" > "$h/certs/ext"
-    openssl x509 -req -in "$h/certs/host.csr" -CA "$CA/ca.pem" -CAkey "$CA/ca.key" -CAcreateserial \
-        -days 2 -extfile "$h/certs/ext" -out "$h/certs/host.pem" 2>/dev/null
-    cp "$CA/ca.pem" "$h/certs/ca.pem"
-    case $i in
-        1) daemons="MASTER, COLLECTOR, NEGOTIATOR" ;;
-        2) daemons="MASTER, SCHEDD" ;;
-        *) daemons="MASTER, STARTD" ;;
-    esac
-    {
-        echo "LOCAL_DIR = $h"
-        echo 'LOG = $(LOCAL_DIR)/log'
-        echo 'SPOOL = $(LOCAL_DIR)/spool'
-        echo 'EXECUTE = $(LOCAL_DIR)/execute'
-        echo 'LOCK = $(LOCAL_DIR)/lock'
-        echo "CONDOR_HOST = $(addr 1)"
-        echo 'COLLECTOR_HOST = $(CONDOR_HOST):9618'
-        echo "NETWORK_INTERFACE = $(addr $i)"
-        echo 'SCHEDD_ADDRESS_FILE = $(SPOOL)/.schedd_address'
-        echo "DAEMON_LIST = $daemons"
-        echo "SKUAD = $SKUAD"
-        for d in COLLECTOR NEGOTIATOR SCHEDD STARTD; do
-            echo "$d = \$(SKUAD)"
-            echo "${d}_ARGS = $(echo $d | tr 'A-Z' 'a-z')"
-        done
-        echo 'UID_DOMAIN = bench.test'
-        echo 'FILESYSTEM_DOMAIN = $(FULL_HOSTNAME)'
-        echo 'SEC_PASSWORD_DIRECTORY = $(LOCAL_DIR)/passwords.d'
-        echo 'SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(SEC_PASSWORD_DIRECTORY)/POOL'
-        echo 'SEC_TOKEN_SYSTEM_DIRECTORY = $(LOCAL_DIR)/tokens.d'
-        echo 'SEC_TOKEN_DIRECTORY = $(LOCAL_DIR)/tokens.d'
-        echo 'AUTH_SSL_SERVER_CERTFILE = $(LOCAL_DIR)/certs/host.pem'
-        echo 'AUTH_SSL_SERVER_KEYFILE = $(LOCAL_DIR)/certs/host.key'
-        echo 'AUTH_SSL_CLIENT_CAFILE = $(LOCAL_DIR)/certs/ca.pem'
-        echo 'UPDATE_INTERVAL = 5'
-        echo 'CLASSAD_LIFETIME = 60'
-        echo 'NEGOTIATOR_INTERVAL = 5'
-        echo 'NEGOTIATOR_CYCLE_DELAY = 0'
-        echo 'NUM_CPUS = 8'
-    } > "$h/skua_config"
-    hosts run "$i" env -i PATH="$PATH" HOME="$DIR" SKUA_CONFIG="$h/skua_config" "$SKUAD" master \
-        > "$h/master.out" 2>&1 &
+# every host's daemons get these knobs through the environment
+knobs="_CONDOR_NUM_CPUS=8 _CONDOR_NEGOTIATOR_CYCLE_DELAY=0 _CONDOR_NEGOTIATOR_INTERVAL=5"
+on() { local h=$1; shift; hosts run "$h" env -i PATH="$PATH" HOME="$DIR" $knobs "$@"; }
+out=$(on 1 "$SKUA" pool start --role central-manager --dir "$DIR/h1" --address "$(addr 1)")
+join=$(printf '%s\n' "$out" | grep '^skua pool join ')
+[ -n "$join" ] || { printf 'no join command from the central manager:\n%s\n' "$out" >&2; exit 1; }
+target=$(echo "$join" | awk '{print $4}')
+hash=$(echo "$join" | sed -n 's/.*--ca-hash \([^ ]*\).*/\1/p')
+token=$(echo "$join" | sed -n 's/.*--token \([^ ]*\).*/\1/p')
+for i in 2 3 4; do
+    [ "$i" = 2 ] && role=submit || role=execute
+    [ "$i" = 2 ] || token=$(on 1 env SKUA_CONFIG="$DIR/h1/skua_config" "$SKUA" token create --join)
+    on "$i" "$SKUA" pool join "$target" --token "$token" --ca-hash "$hash" --role "$role" \
+        --dir "$DIR/h$i" >/dev/null
 done
 on_cm() { hosts run 1 env SKUA_CONFIG="$DIR/h1/skua_config" "$@"; }
 on_submit() { hosts run 2 env SKUA_CONFIG="$DIR/h2/skua_config" "$@"; }
