@@ -44,44 +44,16 @@ pub enum Credentials {
     OtherCa,
 }
 
-/// A test CA and what it issues.
-struct TestCa {
-    cert_pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let key = rcgen::KeyPair::generate().expect("CA key");
-        let cert = params.self_signed(&key).expect("CA certificate");
-        TestCa {
-            cert_pem: cert.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// A certificate for `host` at `ip`, and its key (PEM).
-    fn issue(&self, host: &str, ip: &str) -> (String, String) {
-        let mut params = rcgen::CertificateParams::new(vec![ip.to_string(), host.to_string()])
-            .expect("host certificate params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, host);
-        let key = rcgen::KeyPair::generate().expect("host key");
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("host certificate");
-        (cert.pem(), key.serialize_pem())
-    }
+/// A certificate for `host` at `ip` from `ca`, and its key (PEM).
+fn issue(ca: &skua_net::pki::PoolCa, host: &str, ip: &str) -> (String, String) {
+    let ip: std::net::IpAddr = ip.parse().expect("a host address");
+    let issued = ca
+        .issue_host(host, &[ip], None, 24 * 3600)
+        .expect("a host certificate");
+    (
+        issued.cert_pem,
+        issued.key_pem.expect("the key the CA made"),
+    )
 }
 
 /// A pool spread over test hosts (see the module documentation).
@@ -93,7 +65,8 @@ pub struct MultiPool {
     _remove: RemoveOnDrop,
     roles: Vec<Vec<Role>>,
     knobs: Vec<(String, String)>,
-    other_ca: TestCa,
+    /// Another CA than the pool's, for hosts refused by the pool.
+    other_ca: skua_net::pki::PoolCa,
 }
 
 /// Knobs that make a test pool quick: updates every second, ads expiring
@@ -133,7 +106,7 @@ impl MultiPool {
             base,
             roles: roles.iter().map(|r| r.to_vec()).collect(),
             knobs: all,
-            other_ca: TestCa::new("Another CA"),
+            other_ca: skua_net::pki::PoolCa::generate("Another CA").expect("another CA"),
         }
     }
 
@@ -304,7 +277,7 @@ impl MultiPool {
         let name = self.hosts.name(i);
         let ip = self.hosts.addr(i);
         let sec = dir.join("certs");
-        let (cert, key) = self.other_ca.issue(&name, &ip);
+        let (cert, key) = issue(&self.other_ca, &name, &ip);
         std::fs::write(sec.join("host.pem"), cert).expect("write the host certificate");
         std::fs::write(sec.join("host.key"), key).expect("write the host key");
         set_mode(&sec.join("host.key"), 0o600);
