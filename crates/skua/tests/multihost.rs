@@ -468,3 +468,35 @@ fn a_revoked_host_is_refused_and_its_slots_leave_the_pool() {
         s.len() == 2 && s.iter().all(|n| !n.ends_with(&format!("@{gone}")))
     });
 }
+
+#[test]
+fn only_the_owner_on_the_submit_host_removes_a_job_running_on_an_execute_host() {
+    let pool = MultiPool::start("owner", FOUR, &[]);
+    let (dir, cluster, host, _) = one_running_job(&pool, "owner", "60", 300);
+    let submit = pool.host_with(SUBMIT);
+    // another account of the submit host is refused, and the job runs on
+    if let Some(other) = common::test_user("skuatest2") {
+        let out = pool.skua_account(submit, Some(&other), &pool.base, &["rm", &cluster]);
+        assert!(
+            !out.status.success()
+                && String::from_utf8_lossy(&out.stderr).contains("permission_denied"),
+            "another user removed the job: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(job_processes_on(&pool, host, 0).len(), 1);
+        assert!(!queue_empty(&pool));
+    }
+    // its owner removes it: the job stops on its execute host
+    let out = pool.skua_user(submit, &dir, &["rm", &cluster]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pool.wait_for("the job stopped on its execute host", 30, || {
+        job_processes_on(&pool, host, 0).is_empty()
+    });
+    pool.wait_for("the job gone from the queue", 30, || queue_empty(&pool));
+    assert_eq!(events(&dir, "009", &cluster, 0), 1, "{}", event_log(&dir));
+    assert_eq!(runs(&dir).len(), 1);
+}

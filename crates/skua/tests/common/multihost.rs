@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use super::netns::Hosts;
-use super::{scratch, submitter, user_dir, SKUA, SKUAD};
+use super::{scratch, submitter, user_dir, TestUser, SKUA, SKUAD};
 
 /// What a host runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -391,8 +391,20 @@ impl MultiPool {
 
     /// Runs `skua args` in `cwd` on host `i` as the submitting account.
     pub fn skua_user(&self, i: usize, cwd: &Path, args: &[&str]) -> Output {
+        self.skua_account(i, submitter().as_ref(), cwd, args)
+    }
+
+    /// Runs `skua args` in `cwd` on host `i` as the account `user` (as
+    /// root when `None`: the tests do not run as root).
+    pub fn skua_account(
+        &self,
+        i: usize,
+        user: Option<&TestUser>,
+        cwd: &Path,
+        args: &[&str],
+    ) -> Output {
         let inner = self.skua_command(i, cwd, args);
-        let c = match submitter() {
+        let c = match user {
             Some(u) => {
                 let mut c = Command::new("setpriv");
                 c.arg(format!("--reuid={}", u.uid))
