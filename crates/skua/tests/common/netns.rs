@@ -101,9 +101,21 @@ impl Hosts {
             "the test-host script {} is missing (the shared directory beside the workspace)",
             hosts.script.display()
         );
+        // One set is made at a time, whoever makes it: `hosts.sh up` names
+        // each host's end of its link `eth0` as it creates it, which two
+        // sets made at once can trip over.
+        let serial = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(Path::new(LOCK_DIR).join("up.lock"))
+            .expect("open /tmp/skua-netns/up.lock");
+        serial.lock().expect("lock /tmp/skua-netns/up.lock");
         // a set left by a test that was killed
         let _ = hosts.script_output(&["down"]);
+        hosts.wait_gone();
         let out = hosts.script_output(&["up", &n.to_string()]);
+        drop(serial);
         assert!(
             out.status.success(),
             "cannot make {n} test hosts with network namespaces (these tests need root, \
@@ -121,6 +133,38 @@ impl Hosts {
             );
         }
         hosts
+    }
+
+    /// Waits (up to 10 s) until no link of this set is left in the root
+    /// namespace. `down` kills the hosts' processes and deletes their
+    /// namespaces, but a namespace (with its end of the link) lives on
+    /// until its last process has died; a set made again with the same
+    /// prefix before then would find its link names taken.
+    fn wait_gone(&self) {
+        let bridge = format!("{}br", self.prefix);
+        let veth = format!("{}v", self.prefix);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let out = Command::new("ip")
+                .args(["-o", "link", "show"])
+                .output()
+                .expect("run ip link show");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let left = text.lines().any(|l| {
+                l.split(':').nth(1).is_some_and(|name| {
+                    let name = name.trim();
+                    let name = name.split('@').next().unwrap_or(name);
+                    name == bridge
+                        || name
+                            .strip_prefix(&veth)
+                            .is_some_and(|i| i.parse::<u32>().is_ok())
+                })
+            });
+            if !left {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     fn script_command(&self) -> Command {
@@ -247,7 +291,10 @@ impl Drop for Hosts {
                 let _ = c.wait();
             }
         }
-        // every process still in a namespace is killed by `down`
+        // every process still in a namespace is killed by `down`; the set
+        // number is given back (the lock, a field, dropped after this) only
+        // once its links are gone
         let _ = self.script_output(&["down"]);
+        self.wait_gone();
     }
 }
