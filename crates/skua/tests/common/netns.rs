@@ -87,23 +87,14 @@ impl Hosts {
     /// Makes `n` hosts, named `<prefix>1` .. `<prefix>n`. Panics (the test
     /// fails) when the namespaces cannot be made.
     pub fn up(n: usize) -> Hosts {
-        let (k, lock) = allocate();
-        let hosts = Hosts {
-            prefix: format!("n{k}h"),
-            net: format!("10.78.{k}"),
-            count: n,
-            script: hosts_script(),
-            _lock: lock,
-            children: Mutex::new(Vec::new()),
-        };
+        let script = hosts_script();
         assert!(
-            hosts.script.exists(),
+            script.exists(),
             "the test-host script {} is missing (the shared directory beside the workspace)",
-            hosts.script.display()
+            script.display()
         );
-        // One set is made at a time, whoever makes it: `hosts.sh up` names
-        // each host's end of its link `eth0` as it creates it, which two
-        // sets made at once can trip over.
+        // One set is made at a time, whoever makes it.
+        std::fs::create_dir_all(LOCK_DIR).expect("make /tmp/skua-netns");
         let serial = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -111,60 +102,80 @@ impl Hosts {
             .open(Path::new(LOCK_DIR).join("up.lock"))
             .expect("open /tmp/skua-netns/up.lock");
         serial.lock().expect("lock /tmp/skua-netns/up.lock");
-        // a set left by a test that was killed
-        let _ = hosts.script_output(&["down"]);
-        hosts.wait_gone();
-        let out = hosts.script_output(&["up", &n.to_string()]);
-        drop(serial);
-        assert!(
-            out.status.success(),
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            let (k, lock) = allocate();
+            let hosts = Hosts {
+                prefix: format!("n{k}h"),
+                net: format!("10.78.{k}"),
+                count: n,
+                script: script.clone(),
+                _lock: lock,
+                children: Mutex::new(Vec::new()),
+            };
+            // Links of this prefix still there: a set left by a test that
+            // was killed, or one still being torn down (a namespace, with
+            // its end of a link, lives on until its last process has died,
+            // which can take seconds). Removed (dropping `hosts` runs
+            // `down`), and another number taken.
+            if hosts.links_left() {
+                continue;
+            }
+            let out = hosts.script_output(&["up", &n.to_string()]);
+            if !out.status.success() {
+                failures.push(format!(
+                    "{}: {}",
+                    hosts.prefix,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+                continue;
+            }
+            // each namespace must exist: `up` ignores some errors
+            let unusable: Vec<String> = (1..=n)
+                .filter_map(|i| {
+                    let out = hosts.run(i, Command::new("true"));
+                    (!out.status.success()).then(|| {
+                        format!(
+                            "{}: {}",
+                            hosts.name(i),
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        )
+                    })
+                })
+                .collect();
+            if !unusable.is_empty() {
+                failures.extend(unusable);
+                continue;
+            }
+            drop(serial);
+            return hosts;
+        }
+        panic!(
             "cannot make {n} test hosts with network namespaces (these tests need root, \
              iproute2's `ip` and `unshare`): {}",
-            String::from_utf8_lossy(&out.stderr)
+            failures.join("; ")
         );
-        // each namespace must exist: `up` ignores some errors
-        for i in 1..=n {
-            let out = hosts.run(i, Command::new("true"));
-            assert!(
-                out.status.success(),
-                "test host {} is not usable: {}",
-                hosts.name(i),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        hosts
     }
 
-    /// Waits (up to 10 s) until no link of this set is left in the root
-    /// namespace. `down` kills the hosts' processes and deletes their
-    /// namespaces, but a namespace (with its end of the link) lives on
-    /// until its last process has died; a set made again with the same
-    /// prefix before then would find its link names taken.
-    fn wait_gone(&self) {
+    /// Whether a link of this set's prefix (a host's link or the bridge)
+    /// exists in this namespace.
+    fn links_left(&self) -> bool {
         let bridge = format!("{}br", self.prefix);
         let veth = format!("{}v", self.prefix);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            let out = Command::new("ip")
-                .args(["-o", "link", "show"])
-                .output()
-                .expect("run ip link show");
-            let text = String::from_utf8_lossy(&out.stdout);
-            let left = text.lines().any(|l| {
-                l.split(':').nth(1).is_some_and(|name| {
-                    let name = name.trim();
-                    let name = name.split('@').next().unwrap_or(name);
-                    name == bridge
-                        || name
-                            .strip_prefix(&veth)
-                            .is_some_and(|i| i.parse::<u32>().is_ok())
-                })
-            });
-            if !left {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let out = Command::new("ip")
+            .args(["-o", "link", "show"])
+            .output()
+            .expect("run ip link show");
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| {
+            l.split(':').nth(1).is_some_and(|name| {
+                let name = name.trim();
+                let name = name.split('@').next().unwrap_or(name);
+                name == bridge
+                    || name
+                        .strip_prefix(&veth)
+                        .is_some_and(|i| i.parse::<u32>().is_ok())
+            })
+        })
     }
 
     fn script_command(&self) -> Command {
@@ -291,10 +302,7 @@ impl Drop for Hosts {
                 let _ = c.wait();
             }
         }
-        // every process still in a namespace is killed by `down`; the set
-        // number is given back (the lock, a field, dropped after this) only
-        // once its links are gone
+        // every process still in a namespace is killed by `down`
         let _ = self.script_output(&["down"]);
-        self.wait_gone();
     }
 }
