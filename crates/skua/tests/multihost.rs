@@ -382,7 +382,7 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
     // trust the pool's CA)
     let pool = MultiPool::new("creds", &[&[CM], &[EXEC], &[EXEC], &[EXEC], &[EXEC]], &[]);
     pool.join_all(&[3, 4, 5]);
-    pool.configure_host(3, Credentials::NoToken);
+    pool.configure_host(3, Credentials::Nothing);
     pool.configure_host(4, Credentials::ForgedKey);
     pool.configure_host(5, Credentials::OtherCa);
     // the refused hosts come up while the central manager is down: each

@@ -36,7 +36,7 @@ pub enum Role {
 pub enum Credentials {
     /// No credentials: it trusts the pool's CA but has no client
     /// certificate and no signing key (its daemons call anonymously).
-    NoToken,
+    Nothing,
     /// No certificate from the pool, and a signing key of its own: its
     /// tokens are forged for the pool.
     ForgedKey,
@@ -330,7 +330,7 @@ impl MultiPool {
         }
         match credentials {
             // no key at all (a master would otherwise make one of its own)
-            Credentials::NoToken => text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n"),
+            Credentials::Nothing => text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE =\n"),
             Credentials::ForgedKey => {
                 text.push_str("SEC_TOKEN_POOL_SIGNING_KEY_FILE = $(SEC_PASSWORD_DIRECTORY)/POOL\n")
             }

@@ -5,8 +5,9 @@
 //!
 //! Each [`Hosts`] has its own prefix and subnet (`n<k>h`, `10.78.<k>`; `k`
 //! held by a lock on a file in `/tmp/skua-netns`, so tests running at the
-//! same time, in one process or several, never share a set), starts from a clean
-//! slate (a set left by a killed test is removed first) and, when dropped,
+//! same time, in one process or several, never share a set), starts from a
+//! clean slate (a number whose links are still there, left by a killed test
+//! or still being torn down, is cleaned and skipped) and, when dropped,
 //! even by a failing test, kills every process it started and removes its
 //! namespaces and bridge.
 //!
