@@ -78,8 +78,9 @@ impl Advertiser {
 
     /// Runs until `shutdown` turns true: sends `make_ad()` now, every
     /// `interval` of the daemon's clock, and whenever `changed` is notified; withdraws the ad at
-    /// the end. Failures are logged and retried at the next round (the
-    /// collector may not be up yet, or may be restarting).
+    /// the end. Failures are logged (once, and again when the reason
+    /// changes) and retried at the next round (the collector may not be up
+    /// yet, or may be restarting).
     pub async fn run(
         self,
         make_ad: impl Fn() -> ClassAd + Send + 'static,
@@ -87,28 +88,29 @@ impl Advertiser {
         changed: Arc<Notify>,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let mut failures = 0u32;
+        // the last failure, logged once (again when the reason changes:
+        // a collector that comes up and refuses the daemon's credentials)
+        let mut failure: Option<String> = None;
         loop {
             match self.send(&make_ad()).await {
                 Ok(()) => {
-                    if failures > 0 {
+                    if failure.take().is_some() {
                         tracing::info!(
                             "advertising {} {} to the collector again",
                             self.ad_type,
                             self.name
                         );
                     }
-                    failures = 0;
                 }
                 Err(e) => {
-                    if failures == 0 {
+                    if failure.as_deref() != Some(e.as_str()) {
                         tracing::warn!("cannot advertise {} {}: {e}", self.ad_type, self.name);
                     }
-                    failures += 1;
+                    failure = Some(e);
                 }
             }
             // retry quickly while the collector is unreachable
-            let wait = if failures > 0 {
+            let wait = if failure.is_some() {
                 interval.min(Duration::from_secs(1))
             } else {
                 interval

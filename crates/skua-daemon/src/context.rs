@@ -448,8 +448,9 @@ pub struct DaemonContext {
     pub owner: String,
     pub signing_key: Option<SigningKey>,
     /// The daemon's own token (for TCP calls to other daemons); `None` on
-    /// a host without the pool signing key (a joined host), whose daemons
-    /// authenticate by the host certificate ([`DaemonContext::client_identity`]).
+    /// a host without the pool signing key (a joined host) and on a host
+    /// whose daemons authenticate by the host certificate
+    /// ([`DaemonContext::client_identity`]; the central manager's too).
     pub daemon_token: Option<String>,
     /// The host certificate the daemon presents over TLS
     /// (`AUTH_SSL_CLIENT_CERTFILE`, `AUTH_SSL_CLIENT_KEYFILE`).
@@ -534,10 +535,14 @@ impl DaemonContext {
         // mean nothing to the rest of the pool. An existing key is loaded.
         let create_key = create_key && client_identity.is_none();
         let signing_key = security::load_signing_key(&config, create_key)?;
-        let daemon_token = signing_key
-            .as_ref()
-            .map(|k| security::daemon_token(k, &uid_domain))
-            .transpose()?;
+        // A daemon with a host certificate speaks by it, not by a token: a
+        // joined host has no signing key to check tokens with, so the
+        // central manager's daemons (which hold the key) calling it with a
+        // token would be refused.
+        let daemon_token = match (&signing_key, &client_identity) {
+            (Some(k), None) => Some(security::daemon_token(k, &uid_domain)?),
+            _ => None,
+        };
         let policy = security::policy_from_config(&config, &owner)?;
         let update_interval =
             Duration::from_secs(knob_u64(&config, "UPDATE_INTERVAL", 300)?.max(1));

@@ -441,7 +441,7 @@ fn counts_ads(
 
 /// Asks the negotiator for a cycle (condor_reschedule); best effort.
 async fn ask_for_cycle(dialer: Dialer) {
-    let client = match dialer.negotiator(Duration::from_secs(10)) {
+    let client = match dialer.negotiator(Duration::from_secs(10)).await {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!("no negotiator to ask for a cycle: {e}");

@@ -74,6 +74,7 @@ pub(crate) struct Dialer {
     token: Option<String>,
     dialer: skua_daemon::context::Dialer,
     negotiator: Option<Locator>,
+    collector: Option<Locator>,
 }
 
 impl Dialer {
@@ -85,6 +86,7 @@ impl Dialer {
             token: ctx.daemon_token.clone(),
             dialer: ctx.dialer()?,
             negotiator: Some(ctx.locator("NEGOTIATOR")?),
+            collector: Some(ctx.locator("COLLECTOR")?),
         })
     }
 
@@ -96,16 +98,50 @@ impl Dialer {
             .map_err(|e| e.to_string())
     }
 
-    /// A client for the pool's negotiator, as `DaemonContext::client_for`
-    /// makes it.
-    pub(crate) fn negotiator(&self, timeout: Duration) -> Result<Client, String> {
+    /// A client for the pool's negotiator: on this host (its Unix socket or
+    /// address file) or at `NEGOTIATOR_HOST`, as `DaemonContext::client_for`
+    /// makes it; otherwise (a submit host without a negotiator, as in
+    /// HTCondor) at the `MyAddress` of the Negotiator ad in the collector.
+    pub(crate) async fn negotiator(&self, timeout: Duration) -> Result<Client, String> {
         let locator = self
             .negotiator
             .as_ref()
             .ok_or_else(|| "no negotiator is configured".to_string())?;
-        locator
+        let local = match locator.endpoint() {
+            Ok(_) => {
+                return locator
+                    .client(self.token.clone(), timeout)
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => e.to_string(),
+        };
+        let collector = self
+            .collector
+            .as_ref()
+            .ok_or_else(|| format!("{local}, and no collector is configured"))?
             .client(self.token.clone(), timeout)
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("{local}; finding the collector: {e}"))?;
+        let reply: skua_proto::QueryReply = collector
+            .command(
+                &skua_proto::routes::COLLECTOR_QUERY,
+                Some(&skua_proto::Query {
+                    ad_type: "Negotiator".to_string(),
+                    constraint: None,
+                    projection: vec!["MyAddress".to_string()],
+                }),
+            )
+            .await
+            .map_err(|e| format!("{local}; asking the collector for the negotiator: {e}"))?;
+        let address = reply
+            .ads
+            .iter()
+            .filter_map(|text| classad::parse_ad(text).ok())
+            .find_map(|ad| match ad.lookup("MyAddress") {
+                Some(classad::Expr::Lit(v)) => v.as_string(),
+                _ => None,
+            })
+            .ok_or_else(|| format!("{local}, and the collector knows no negotiator"))?;
+        self.client_at(&address, timeout)
     }
 }
 

@@ -78,7 +78,9 @@ impl Advertiser {
         let client = || peers.collector(Duration::from_secs(10));
         // what the collector last accepted, by slot name
         let mut advertised: BTreeMap<String, String> = BTreeMap::new();
-        let mut failing = false;
+        // the last failure, logged once (again when the reason changes: a
+        // collector that comes up and refuses this host's credentials)
+        let mut failure: Option<String> = None;
         let mut last_full = clock.now();
         let mut full = true;
         loop {
@@ -100,9 +102,11 @@ impl Advertiser {
                         let r: Result<Ack, _> =
                             c.command(&routes::COLLECTOR_UPDATE, Some(&update)).await;
                         if let Err(e) = r {
-                            if !failing {
+                            let e = e.to_string();
+                            if failure.as_deref() != Some(e.as_str()) {
                                 tracing::warn!("cannot advertise {name}: {e}");
                             }
+                            failure = Some(e);
                             ok = false;
                             break;
                         }
@@ -125,9 +129,11 @@ impl Advertiser {
                     }
                 }
                 Err(e) => {
-                    if !failing {
+                    let e = e.to_string();
+                    if failure.as_deref() != Some(e.as_str()) {
                         tracing::warn!("cannot reach the collector: {e}");
                     }
+                    failure = Some(e);
                     ok = false;
                 }
             }
@@ -138,8 +144,10 @@ impl Advertiser {
                 // send everything again once the collector answers
                 advertised.clear();
             }
-            failing = !ok;
-            let next_full: SystemTime = if failing {
+            if ok {
+                failure = None;
+            }
+            let next_full: SystemTime = if failure.is_some() {
                 clock.now() + interval.min(Duration::from_secs(1))
             } else {
                 last_full + interval

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod cgroup;
+pub mod multihost;
+pub mod netns;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
