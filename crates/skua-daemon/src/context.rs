@@ -863,20 +863,16 @@ impl DaemonContext {
         create_private_dir(&dir)?;
         let path = dir.join(self.shared_port_id());
         let loopback = self.listen_plan()?.is_loopback();
-        let cert = self.configured_knob("AUTH_SSL_SERVER_CERTFILE")?;
-        let key = self.configured_knob("AUTH_SSL_SERVER_KEYFILE")?;
-        match (cert, key) {
-            (Some(cert), Some(key)) => skua_net::Listener::handoff_tls_from_files(
-                &path,
-                std::path::Path::new(&cert),
-                std::path::Path::new(&key),
-            )
-            .await
-            .map_err(|e| DaemonError::Net(format!("{}: {e}", path.display()))),
-            _ if loopback => skua_net::Listener::handoff(&path, None)
+        // the same TLS as the daemon's own TCP listener: the chain with the
+        // pool CA, client certificates verified against it
+        match self.server_tls()? {
+            Some(tls) => skua_net::Listener::handoff(&path, Some(tls))
                 .await
                 .map_err(|e| DaemonError::Net(format!("{}: {e}", path.display()))),
-            _ => Err(DaemonError::Config(
+            None if loopback => skua_net::Listener::handoff(&path, None)
+                .await
+                .map_err(|e| DaemonError::Net(format!("{}: {e}", path.display()))),
+            None => Err(DaemonError::Config(
                 "the shared port listens on the network: TLS needs AUTH_SSL_SERVER_CERTFILE and AUTH_SSL_SERVER_KEYFILE".into(),
             )),
         }

@@ -714,17 +714,6 @@ impl Listener {
         })
     }
 
-    /// [`Listener::handoff`] with TLS, certificate chain and key read
-    /// from PEM files.
-    pub async fn handoff_tls_from_files(
-        path: &Path,
-        cert_chain_path: &Path,
-        key_path: &Path,
-    ) -> Result<Self, NetError> {
-        let config = crate::tls::server_config_from_files(cert_chain_path, key_path)?;
-        Listener::handoff(path, Some(config)).await
-    }
-
     /// The bound address of a TCP or TLS listener.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.kind {
