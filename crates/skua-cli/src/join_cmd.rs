@@ -86,8 +86,16 @@ fn own_address(given: Option<&str>, toward: Option<SocketAddr>) -> Result<IpAddr
         .flatten()
         .map(|a| a.ip())
         .find(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    // else HTCondor's NETWORK_INTERFACE = *: the host's best interface
+    // address (public before private), if it has one besides loopback
+    let found = found.or_else(|| {
+        let interfaces = skua_daemon::interfaces::host_interfaces().ok()?;
+        skua_daemon::interfaces::choose_address("*", &interfaces)
+            .ok()
+            .filter(|ip| !ip.is_loopback())
+    });
     found.with_context(|| {
-        format!("cannot tell this host's address (its name {host} resolves to no non-loopback address); give --address")
+        format!("cannot tell this host's address (its name {host} resolves to no non-loopback address, and it has no interface address but loopback); give --address")
     })
 }
 
