@@ -278,9 +278,9 @@ fn running_job(
 #[test]
 fn a_cut_shorter_than_the_lease_is_a_disconnection_then_a_reconnection_and_one_completion() {
     let pool = MultiPool::start("shortcut", FOUR, &[]);
-    // lease 20 s: a keep-alive unanswered for a third of it (7 s) is a
-    // disconnection; the next try comes 8 s later, within the lease
-    let (dir, cluster, host, _) = one_running_job(&pool, "shortcut", "20", 20);
+    // lease 30 s: a keep-alive unanswered for a third of it (10 s) is a
+    // disconnection; the next try comes 8 s later, well within the lease
+    let (dir, cluster, host, _) = one_running_job(&pool, "shortcut", "24", 30);
     pool.hosts.cut(host);
     pool.wait_for("the disconnection (022)", 30, || {
         events(&dir, "022", &cluster, 0) == 1
@@ -351,7 +351,7 @@ fn a_job_that_ends_during_a_short_cut_completes_once_when_the_link_returns() {
 #[test]
 fn a_cut_longer_than_the_lease_kills_the_job_there_and_it_runs_again_on_the_other_host() {
     let pool = MultiPool::start("longcut", FOUR, &[]);
-    let (dir, cluster, host, other) = one_running_job(&pool, "longcut", "15", 8);
+    let (dir, cluster, host, other) = one_running_job(&pool, "longcut", "15", 10);
     pool.hosts.cut(host);
     // the execute side kills the job when the lease runs out, still cut off
     pool.wait_for("the job killed on its cut-off host", 60, || {
@@ -378,7 +378,7 @@ fn a_cut_longer_than_the_lease_kills_the_job_there_and_it_runs_again_on_the_othe
         event_log(&dir)
     );
     assert!(
-        event_log(&dir).contains("JobLeaseDuration (8 seconds) expired"),
+        event_log(&dir).contains("JobLeaseDuration (10 seconds) expired"),
         "{}",
         event_log(&dir)
     );
