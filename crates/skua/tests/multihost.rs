@@ -464,6 +464,10 @@ fn a_schedd_killed_while_its_job_runs_on_an_execute_host_reconnects_and_the_job_
         ],
     );
     assert_eq!(history.trim(), "4 7 1 1", "{}", pool.logs());
+    // its usage: the whole run (8 s of sleep), across the schedd's absence
+    let wall = pool.ok(submit, &["history", "-af", "RemoteWallClockTime"]);
+    let wall: f64 = wall.trim().parse().unwrap();
+    assert!(wall >= 8.0, "RemoteWallClockTime {wall}");
 }
 
 #[test]
