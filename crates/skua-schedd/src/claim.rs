@@ -703,8 +703,16 @@ pub(crate) async fn watch_run<Q: ClaimQueue, S: Startd>(
                     continue;
                 }
                 // a keep-alive waits no longer than what is left of the
-                // lease (a frozen startd must not hold the verdict back)
-                let left = lease.saturating_sub(silent_for(last_answer)).max(Duration::from_secs(1));
+                // lease (a frozen startd must not hold the verdict back),
+                // nor than a third of the lease: one unanswered that long
+                // is a missed keep-alive, so a silent network (a cut link
+                // drops packets without an error) is seen as a
+                // disconnection (022) while two thirds of the lease are
+                // left to reconnect, not only when the lease has run out
+                let left = lease
+                    .saturating_sub(silent_for(last_answer))
+                    .min(lease / 3)
+                    .max(Duration::from_secs(1));
                 let status: Result<ClaimStatus, String> = tokio::select! {
                     r = startd.alive(&info.claim_id) => match r {
                         Ok(s) => Ok(s),
@@ -971,6 +979,8 @@ mod tests {
         activated: Mutex<Vec<String>>,
         released: Mutex<Vec<String>>,
         silent: std::sync::atomic::AtomicBool,
+        /// Keep-alives are never answered (not even with an error).
+        hangs: std::sync::atomic::AtomicBool,
     }
 
     impl FakeStartd {
@@ -990,6 +1000,7 @@ mod tests {
                 activated: Mutex::new(Vec::new()),
                 released: Mutex::new(Vec::new()),
                 silent: std::sync::atomic::AtomicBool::new(false),
+                hangs: std::sync::atomic::AtomicBool::new(false),
             })
         }
 
@@ -1035,6 +1046,10 @@ mod tests {
 
         async fn alive(&self, _claim_id: &str) -> Result<ClaimStatus, StartdError> {
             self.alives.fetch_add(1, Ordering::SeqCst);
+            if self.hangs.load(Ordering::SeqCst) {
+                // a cut link: the call is never answered
+                std::future::pending::<()>().await;
+            }
             if self.run == RunBehaviour::GoesSilent || self.silent.load(Ordering::SeqCst) {
                 return Err(StartdError::Failed("connection refused".into()));
             }
@@ -1248,6 +1263,47 @@ mod tests {
         assert_eq!(queue.state(|s| s.completed.clone()), [job("9.0")]);
         assert!(queue.state(|s| s.ended.is_empty()));
         assert_eq!(startd.released(), [CLAIM]);
+    }
+
+    #[tokio::test]
+    async fn a_keep_alive_unanswered_for_a_third_of_the_lease_is_a_disconnection() {
+        let clock = ManualClock::frozen(1_000_000);
+        let shadows = shadows(&clock);
+        // JobLeaseDuration 60: a keep-alive every 20 s
+        let queue = FakeQueue::with_idle(&["9.0"], Some(60));
+        let startd = FakeStartd::new(&shadows, &queue, ClaimAnswer::Grant, RunBehaviour::Runs);
+        let task = spawn_claim(&shadows, &queue, &startd);
+        settle().await;
+        // the link is cut: the keep-alive at 20 s is never answered
+        startd.hangs.store(true, Ordering::SeqCst);
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(startd.alives(), 1);
+        assert!(queue.state(|s| s.events.is_empty()));
+        // a third of the lease later it counts as missed: disconnected
+        // (022), with 40 s of the lease left to reconnect
+        clock.advance(Duration::from_secs(20));
+        settle().await;
+        assert_eq!(queue.state(|s| s.events.clone()), [(job("9.0"), 22)]);
+        assert!(!task.is_finished());
+        // the link returns: the next try reconnects (023), the run goes on
+        startd.hangs.store(false, Ordering::SeqCst);
+        for _ in 0..2 {
+            clock.advance(Duration::from_secs(20));
+            settle().await;
+        }
+        assert_eq!(
+            queue.state(|s| s.events.clone()),
+            [(job("9.0"), 22), (job("9.0"), 23)]
+        );
+        assert!(!task.is_finished());
+        assert!(queue.state(|s| s.ended.is_empty()), "the run goes on");
+        queue.complete(job("9.0"));
+        assert!(shadows.finish(CLAIM, RunResult::Reported { reusable: true }));
+        settle().await;
+        assert!(task.is_finished());
+        task.await.unwrap();
+        assert_eq!(queue.state(|s| s.completed.clone()), [job("9.0")]);
     }
 
     #[tokio::test]

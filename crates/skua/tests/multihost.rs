@@ -17,10 +17,13 @@
 //! Hosts join as an administrator joins them: the central manager with
 //! `skua pool start --role central-manager`, every other host with
 //! `skua pool join` (`MultiPool::join_all`). Hosts refused by the pool are
-//! configured by hand (`MultiPool::configure_host`). Still to come with the
-//! rest of issue 13: the reconnect events 022/023/024 across hosts (part
-//! D's reconnect; today a job whose result waits through a short cut
-//! completes once, without them).
+//! configured by hand (`MultiPool::configure_host`).
+//!
+//! Leases and reconnect across hosts: a cut shorter than the job's lease
+//! is a disconnection (022) then a reconnection (023); a longer one is a
+//! disconnection then a failed reconnection (024), the job killed on its
+//! cut-off host and run on the other; a schedd killed under a running job
+//! is restarted by its master and reconnects (023, no 022).
 
 #![allow(clippy::unwrap_used)]
 
@@ -38,12 +41,14 @@ const EXEC: Role = Role::Execute;
 const FOUR: &[&[Role]] = &[&[CM], &[SUBMIT], &[EXEC], &[EXEC]];
 
 /// The job: records its execution, sleeps, then writes its output (its
-/// input followed by the host it ran on).
+/// input followed by the host it ran on) and exits with `$JOB_EXIT` (0
+/// when unset).
 const JOB_SCRIPT: &str = "#!/bin/sh\n\
 # $1: the job's number, $2: seconds to sleep, $3: the executions file\n\
 echo \"$1 $(hostname)\" >> \"$3\"\n\
 sleep \"$2\"\n\
-{ cat \"in.$1\"; echo \"ran on $(hostname)\"; } > \"out.$1\"\n";
+{ cat \"in.$1\"; echo \"ran on $(hostname)\"; } > \"out.$1\"\n\
+exit \"${JOB_EXIT:-0}\"\n";
 
 /// The input of job `p`: every byte value, then text unique to the job.
 fn input_of(p: usize) -> Vec<u8> {
@@ -100,13 +105,29 @@ fn event_log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("job.log")).unwrap_or_default()
 }
 
-/// How many events `code` (`001`, `004`, `005`) job `cluster.p` has.
+/// How many events `code` (`001`, `004`, `005`, `022`...) job `cluster.p`
+/// has.
 fn events(dir: &Path, code: &str, cluster: &str, p: usize) -> usize {
     let head = format!("{code} ({:03}.{p:03}.000)", cluster.parse::<u32>().unwrap());
     event_log(dir)
         .lines()
         .filter(|l| l.starts_with(&head))
         .count()
+}
+
+/// The codes of job `cluster.p`'s events that tell where it ran and how
+/// its runs ended (`001`, `004`, `005`, `022`, `023`, `024`), in the order
+/// of the event log.
+fn run_events(dir: &Path, cluster: &str, p: usize) -> Vec<String> {
+    const CODES: [&str; 6] = ["001", "004", "005", "022", "023", "024"];
+    let id = format!("({:03}.{p:03}.000)", cluster.parse::<u32>().unwrap());
+    event_log(dir)
+        .lines()
+        .filter_map(|l| {
+            let (code, rest) = l.split_once(' ')?;
+            (CODES.contains(&code) && rest.starts_with(&id)).then(|| code.to_string())
+        })
+        .collect()
 }
 
 /// The addresses (IPs) the job `cluster.p` was executed at, in order
@@ -230,11 +251,18 @@ fn one_running_job(
     secs: &str,
     lease: u32,
 ) -> (std::path::PathBuf, String, usize, usize) {
+    running_job(pool, name, secs, &format!("job_lease_duration = {lease}"))
+}
+
+/// [`one_running_job`] with the submit description's `extra` lines.
+fn running_job(
+    pool: &MultiPool,
+    name: &str,
+    secs: &str,
+    extra: &str,
+) -> (std::path::PathBuf, String, usize, usize) {
     let dir = pool.work_dir(name);
-    let cluster = pool.submit(
-        &dir,
-        &job_files(&dir, 1, secs, &format!("job_lease_duration = {lease}")),
-    );
+    let cluster = pool.submit(&dir, &job_files(&dir, 1, secs, extra));
     // the job has begun, and the schedd has logged where (the event may
     // come a moment after the job's first line)
     pool.wait_for("the job running", 60, || {
@@ -248,21 +276,54 @@ fn one_running_job(
 }
 
 #[test]
-fn a_cut_shorter_than_the_lease_leaves_the_job_running_to_one_completion() {
+fn a_cut_shorter_than_the_lease_is_a_disconnection_then_a_reconnection_and_one_completion() {
     let pool = MultiPool::start("shortcut", FOUR, &[]);
-    let (dir, cluster, host, _) = one_running_job(&pool, "shortcut", "8", 30);
+    // lease 30 s: a keep-alive unanswered for a third of it (10 s) is a
+    // disconnection; the next try comes 8 s later, well within the lease
+    let (dir, cluster, host, _) = one_running_job(&pool, "shortcut", "24", 30);
     pool.hosts.cut(host);
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    pool.wait_for("the disconnection (022)", 30, || {
+        events(&dir, "022", &cluster, 0) == 1
+    });
     // the job still runs on its cut-off host
     assert_eq!(job_processes_on(&pool, host, 0).len(), 1);
     pool.hosts.heal(host);
+    pool.wait_for("the reconnection (023)", 30, || {
+        events(&dir, "023", &cluster, 0) == 1
+    });
     pool.wait_for("the job done", 60, || queue_empty(&pool));
 
     assert_eq!(runs(&dir).len(), 1, "{:?}", runs(&dir));
     assert_output(&dir, 0, &pool.hosts.name(host));
-    assert_eq!(events(&dir, "001", &cluster, 0), 1, "{}", event_log(&dir));
-    assert_eq!(events(&dir, "004", &cluster, 0), 0, "{}", event_log(&dir));
-    assert_eq!(events(&dir, "005", &cluster, 0), 1, "{}", event_log(&dir));
+    let log = event_log(&dir);
+    assert!(
+        log.contains(&format!(
+            "Trying to reconnect to slot1@{} <{}:",
+            pool.hosts.name(host),
+            pool.hosts.addr(host)
+        )) || log.contains(&format!(
+            "Trying to reconnect to slot2@{} <{}:",
+            pool.hosts.name(host),
+            pool.hosts.addr(host)
+        )),
+        "022 names the execute host's slot and address:\n{log}"
+    );
+    assert_eq!(
+        run_events(&dir, &cluster, 0),
+        ["001", "022", "023", "005"],
+        "{log}"
+    );
+    let history = pool.ok(
+        pool.host_with(SUBMIT),
+        &[
+            "history",
+            "-af",
+            "ExitCode",
+            "NumJobStarts",
+            "NumJobReconnects",
+        ],
+    );
+    assert_eq!(history.trim(), "0 1 1", "{}", pool.logs());
 }
 
 #[test]
@@ -290,7 +351,7 @@ fn a_job_that_ends_during_a_short_cut_completes_once_when_the_link_returns() {
 #[test]
 fn a_cut_longer_than_the_lease_kills_the_job_there_and_it_runs_again_on_the_other_host() {
     let pool = MultiPool::start("longcut", FOUR, &[]);
-    let (dir, cluster, host, other) = one_running_job(&pool, "longcut", "15", 8);
+    let (dir, cluster, host, other) = one_running_job(&pool, "longcut", "15", 10);
     pool.hosts.cut(host);
     // the execute side kills the job when the lease runs out, still cut off
     pool.wait_for("the job killed on its cut-off host", 60, || {
@@ -308,12 +369,105 @@ fn a_cut_longer_than_the_lease_kills_the_job_there_and_it_runs_again_on_the_othe
     let at = executed_at(&dir, &cluster, 0);
     assert_eq!(at.len(), 2, "{}", event_log(&dir));
     assert_eq!(pool.hosts.host_of(&at[1]), Some(other));
-    assert_eq!(events(&dir, "005", &cluster, 0), 1, "{}", event_log(&dir));
+    // disconnected (022) while the lease ran, given up when it ran out
+    // (024), then run and completed on the other host
+    assert_eq!(
+        run_events(&dir, &cluster, 0),
+        ["001", "022", "024", "001", "005"],
+        "{}",
+        event_log(&dir)
+    );
+    assert!(
+        event_log(&dir).contains("JobLeaseDuration (10 seconds) expired"),
+        "{}",
+        event_log(&dir)
+    );
     // once healed, nothing is left claimed anywhere
     pool.wait_for("every slot back and unclaimed", 60, || {
         let s = slot_states(&pool);
         s.len() == 4 && s.iter().all(|(_, st)| st == "Unclaimed")
     });
+}
+
+/// The processes of host `i` running `skuad <daemon>` (not yet reaped
+/// ones excluded).
+fn daemon_pids(pool: &MultiPool, i: usize, daemon: &str) -> Vec<u32> {
+    pool.hosts
+        .pids(i)
+        .into_iter()
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(") ")
+                .is_none_or(|(_, rest)| rest.starts_with('Z'));
+            args.first().is_some_and(|a| a.ends_with(b"skuad"))
+                && args.get(1) == Some(&daemon.as_bytes())
+                && !zombie
+        })
+        .collect()
+}
+
+#[test]
+fn a_schedd_killed_while_its_job_runs_on_an_execute_host_reconnects_and_the_job_completes_once() {
+    let pool = MultiPool::start("schedkill", FOUR, &[]);
+    let submit = pool.host_with(SUBMIT);
+    let (dir, cluster, host, _) = running_job(
+        &pool,
+        "schedkill",
+        "8",
+        "job_lease_duration = 30\nenvironment = \"JOB_EXIT=7\"",
+    );
+    let schedds = daemon_pids(&pool, submit, "schedd");
+    assert_eq!(schedds.len(), 1, "{schedds:?}");
+    // only the schedd dies (SIGKILL); the submit host's master starts a
+    // new one (MASTER_BACKOFF_CONSTANT = 0), which reconnects to the run
+    let out = std::process::Command::new("kill")
+        .args(["-KILL", &schedds[0].to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(job_processes_on(&pool, host, 0).len(), 1);
+    pool.wait_for("a new schedd", 30, || {
+        let now = daemon_pids(&pool, submit, "schedd");
+        !now.is_empty() && !now.contains(&schedds[0])
+    });
+    pool.wait_for("the reconnection (023)", 60, || {
+        events(&dir, "023", &cluster, 0) == 1
+    });
+    pool.wait_for("the job done", 60, || queue_empty(&pool));
+
+    assert_eq!(runs(&dir).len(), 1, "{:?}", runs(&dir));
+    assert_output(&dir, 0, &pool.hosts.name(host));
+    let log = event_log(&dir);
+    // a restarted schedd writes no 022 (it did not see the run go silent)
+    assert_eq!(
+        run_events(&dir, &cluster, 0),
+        ["001", "023", "005"],
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("    startd address: <{}:", pool.hosts.addr(host))),
+        "{log}"
+    );
+    assert!(log.contains("return value 7"), "{log}");
+    let history = pool.ok(
+        submit,
+        &[
+            "history",
+            "-af",
+            "JobStatus",
+            "ExitCode",
+            "NumJobStarts",
+            "NumJobReconnects",
+        ],
+    );
+    assert_eq!(history.trim(), "4 7 1 1", "{}", pool.logs());
+    // its usage: the whole run (8 s of sleep), across the schedd's absence
+    let wall = pool.ok(submit, &["history", "-af", "RemoteWallClockTime"]);
+    let wall: f64 = wall.trim().parse().unwrap();
+    assert!(wall >= 8.0, "RemoteWallClockTime {wall}");
 }
 
 #[test]
