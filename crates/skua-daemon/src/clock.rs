@@ -73,17 +73,33 @@ impl Clock {
             .unwrap_or(0)
     }
 
-    /// Waits until this clock has advanced by `d`.
+    /// Waits until this clock has advanced by `d` from the moment the
+    /// returned future is first polled. A loop that has read the clock to
+    /// work out how long to wait should use [`Clock::sleep_until`] with the
+    /// instant it worked out instead: a jump of a test's clock between the
+    /// reading and the first poll would otherwise push the wake-up back by
+    /// the jump.
     pub async fn sleep(&self, d: Duration) {
         let Some(m) = &self.manual else {
             tokio::time::sleep(d).await;
             return;
         };
         let deadline = m.now() + d;
+        self.sleep_until(deadline).await;
+    }
+
+    /// Waits until the clock reads `at` or later; at once if it already
+    /// does, however far a test's clock jumped before the first poll.
+    pub async fn sleep_until(&self, at: SystemTime) {
+        let Some(m) = &self.manual else {
+            let left = at.duration_since(SystemTime::now()).unwrap_or_default();
+            tokio::time::sleep(left).await;
+            return;
+        };
         let mut moved = m.moved.subscribe();
         loop {
             let now = m.now();
-            let Ok(left) = deadline.duration_since(now) else {
+            let Ok(left) = at.duration_since(now) else {
                 return;
             };
             if left.is_zero() {
@@ -103,10 +119,10 @@ impl Clock {
 
     /// Waits until the clock reads `at` (Unix seconds) or later.
     pub async fn sleep_until_secs(&self, at: i64) {
-        let now = self.now_secs();
-        if at > now {
-            self.sleep(Duration::from_secs((at - now) as u64)).await;
-        }
+        let Ok(at) = u64::try_from(at) else {
+            return;
+        };
+        self.sleep_until(UNIX_EPOCH + Duration::from_secs(at)).await;
     }
 
     /// A ticker firing every `period` of this clock; the first tick is at
@@ -131,14 +147,11 @@ pub struct Ticker {
 impl Ticker {
     /// Waits for the next tick.
     pub async fn tick(&mut self) {
-        let now = self.clock.now();
         let Some(next) = self.next else {
-            self.next = Some(now + self.period);
+            self.next = Some(self.clock.now() + self.period);
             return;
         };
-        if let Ok(left) = next.duration_since(now) {
-            self.clock.sleep(left).await;
-        }
+        self.clock.sleep_until(next).await;
         let after = self.clock.now();
         // skip ticks missed while away (the daemon was busy, or the clock jumped)
         let mut due = next + self.period;
@@ -237,6 +250,32 @@ mod tests {
             .expect("the sleeper woke once its deadline passed")
             .expect("sleeper task");
         assert_eq!(clock.now_secs(), 1_300);
+    }
+
+    #[tokio::test]
+    async fn a_jump_before_a_sleep_until_is_polled_is_not_lost() {
+        let manual = ManualClock::frozen(1_000);
+        let clock = manual.clock();
+        // a loop reads the clock, works out its deadline, and is overtaken
+        // by the test's jump before its sleep first runs
+        let deadline = clock.now() + Duration::from_secs(60);
+        let sleep = clock.sleep_until(deadline);
+        manual.advance(Duration::from_secs(61));
+        tokio::time::timeout(Duration::from_secs(5), sleep)
+            .await
+            .expect("the sleep ends: its deadline had passed");
+        // and one not yet due waits for the clock (a frozen clock: one
+        // poll shows it waiting)
+        let mut later = std::pin::pin!(clock.sleep_until_secs(1_100));
+        let first = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(later.as_mut(), cx))
+        })
+        .await;
+        assert!(first.is_pending(), "woke before 1100");
+        manual.advance(Duration::from_secs(39));
+        tokio::time::timeout(Duration::from_secs(5), later)
+            .await
+            .expect("woke at 1100");
     }
 
     #[tokio::test]

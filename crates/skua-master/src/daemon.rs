@@ -279,11 +279,14 @@ pub async fn serve(
         if exit {
             break;
         }
-        let wait = sup
+        // the next tick: the supervisor's next deadline, or a second from
+        // now if sooner; an instant on the daemon's clock, not a delay, so
+        // a jump of a test's clock before the sleep starts is not lost
+        let soon = clock.now() + Duration::from_secs(1);
+        let wake_at = sup
             .next_deadline()
-            .map(|d| d.saturating_sub(since_start(clock.now())))
-            .unwrap_or(Duration::from_secs(1))
-            .min(Duration::from_secs(1));
+            .and_then(|d| origin.checked_add(d))
+            .map_or(soon, |at| at.min(soon));
         tokio::select! {
             Some(event) = events.recv() => match event {
                 Event::ChildExited { name, status, at } => {
@@ -322,7 +325,7 @@ pub async fn serve(
                     pending = sup.handle(supervisor::Event::Shutdown { now: since_start(clock.now()) });
                 }
             }
-            _ = clock.sleep(wait) => {
+            _ = clock.sleep_until(wake_at) => {
                 pending = sup.handle(supervisor::Event::Tick { now: since_start(clock.now()) });
             }
         }

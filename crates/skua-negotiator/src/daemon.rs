@@ -671,10 +671,13 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .with_state(Loop {
             events: events_tx.clone(),
         });
+    // the first cycle comes soon after the start, read before the daemon
+    // can be reached: whoever sees it up moves a test's clock after this
+    let clock = ctx.clock.clone();
+    let first_cycle = clock.now() + Duration::from_millis(500);
     let up = skua_daemon::bring_up(&ctx, 0, routes)
         .await
         .context("negotiator")?;
-    let clock = ctx.clock.clone();
     let (save_tx, saves) = mpsc::unbounded_channel();
     let saver = tokio::spawn(saver(saves));
 
@@ -691,7 +694,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     ));
     // The first cycle comes soon after start; then every interval, or
     // after a reschedule no sooner than the cycle delay.
-    let mut next = clock.now() + Duration::from_millis(500);
+    let mut next = first_cycle;
     let mut last_cycle: Option<SystemTime> = None;
     let mut running: Option<Pin<Box<dyn Future<Output = anyhow::Result<CycleStats>> + '_>>> = None;
     // a reschedule asked for while a cycle runs: applied when it ends
@@ -701,9 +704,8 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         next.min(earliest.max(now))
     };
     loop {
-        let until_next = next.duration_since(clock.now()).unwrap_or_default();
         tokio::select! {
-            _ = clock.sleep(until_next), if running.is_none() => {
+            _ = clock.sleep_until(next), if running.is_none() => {
                 last_cycle = Some(clock.now());
                 running = Some(Box::pin(cycle(&ctx, &events_tx)));
             }

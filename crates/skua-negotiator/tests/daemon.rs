@@ -68,8 +68,9 @@ async fn userprio_is_answered_during_a_cycle_and_edits_are_saved_before_the_ack(
     let (stop, shutdown) = watch::channel(false);
     let test = async {
         let client = wait_for_socket(&socket).await;
-        // the first cycle is due half a second after the start, by the
-        // daemon's clock, which stands still until the test moves it
+        // the first cycle is due half a second after the start (read
+        // before the socket appears), by the daemon's clock, which stands
+        // still until the test moves it
         clock.advance(Duration::from_secs(1));
         // two callers wait on it: the advertiser (from the start) and the
         // cycle's query

@@ -153,11 +153,8 @@ impl Advertiser {
                 last_full + interval
             };
             tokio::time::sleep(MIN_UPDATE_GAP).await;
-            let until_full = next_full
-                .duration_since(clock.now())
-                .unwrap_or(Duration::ZERO);
             full = tokio::select! {
-                _ = clock.sleep(until_full) => true,
+                _ = clock.sleep_until(next_full) => true,
                 r = ads.changed() => {
                     if r.is_err() { break; }
                     false

@@ -141,7 +141,12 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            match run_once(&job).await {
+            let outcome = run_once(&job).await;
+            // the next run is a period after this one ended, by the clock:
+            // an instant, so a jump of a test's clock while the result is
+            // handed over is not lost
+            let next = clock.now() + job.period;
+            match outcome {
                 Ok(attrs) => {
                     let ev = Event::Cron {
                         job: job.name.clone(),
@@ -157,7 +162,7 @@ pub fn spawn(
                 return;
             }
             tokio::select! {
-                _ = clock.sleep(job.period) => {}
+                _ = clock.sleep_until(next) => {}
                 _ = events.closed() => return,
             }
         }
