@@ -67,6 +67,13 @@ impl Eval {
     fn is_true(&mut self, ad: &ClassAd, name: &str) -> bool {
         matches!(self.attr(ad, name), Value::Bool(true))
     }
+
+    /// An integer attribute as a table cell: blank when missing.
+    fn count(&mut self, ad: &ClassAd, name: &str) -> String {
+        self.int(ad, name)
+            .map(|i| i.to_string())
+            .unwrap_or_default()
+    }
 }
 
 const MISSING: &str = "??";
@@ -226,11 +233,7 @@ fn job_count_row(ev: &mut Eval, ad: &ClassAd, counts: &[&str; 3]) -> Vec<String>
         or_missing(ev.string(ad, "Name")),
         or_missing(ev.string(ad, "Machine")),
     ];
-    row.extend(
-        counts
-            .iter()
-            .map(|n| ev.int(ad, n).map(|i| i.to_string()).unwrap_or_default()),
-    );
+    row.extend(counts.iter().map(|n| ev.count(ad, n)));
     row
 }
 
@@ -377,16 +380,13 @@ pub fn format_collectors(ads: &[ClassAd], now: i64) -> String {
         col("  IdleJobs", 10, Align::Right),
         col("HostsTotal", 10, Align::Right),
     ];
-    let count = |ev: &mut Eval, ad: &ClassAd, name: &str| {
-        ev.int(ad, name).map(|i| i.to_string()).unwrap_or_default()
-    };
     ad_table(ads, now, cols, |ev, ad| {
         vec![
             or_missing(ev.string(ad, "Name")),
             or_missing(ev.string(ad, "Machine")),
-            count(ev, ad, "RunningJobs"),
-            count(ev, ad, "IdleJobs"),
-            count(ev, ad, "HostsTotal"),
+            ev.count(ad, "RunningJobs"),
+            ev.count(ad, "IdleJobs"),
+            ev.count(ad, "HostsTotal"),
         ]
     })
 }
@@ -407,9 +407,6 @@ pub fn format_negotiators(ads: &[ClassAd], now: i64, utc_offset: i64) -> String 
         col("Matches", 7, Align::Right),
         col("Rejections", 10, Align::Right),
     ];
-    let count = |ev: &mut Eval, ad: &ClassAd, name: &str| {
-        ev.int(ad, name).map(|i| i.to_string()).unwrap_or_default()
-    };
     ad_table(ads, now, cols, |ev, ad| {
         vec![
             or_missing(ev.string(ad, "Name")),
@@ -420,12 +417,12 @@ pub fn format_negotiators(ads: &[ClassAd], now: i64, utc_offset: i64) -> String 
             ev.real(ad, "LastNegotiationCycleDuration0")
                 .map(|d| format!("{}", d.round() as i64))
                 .unwrap_or_default(),
-            count(ev, ad, "LastNegotiationCycleCandidateSlots0"),
-            count(ev, ad, "LastNegotiationCycleActiveSubmitterCount0"),
-            count(ev, ad, "LastNegotiationCycleNumSchedulers0"),
-            count(ev, ad, "LastNegotiationCycleNumIdleJobs0"),
-            count(ev, ad, "LastNegotiationCycleMatches0"),
-            count(ev, ad, "LastNegotiationCycleRejections0"),
+            ev.count(ad, "LastNegotiationCycleCandidateSlots0"),
+            ev.count(ad, "LastNegotiationCycleActiveSubmitterCount0"),
+            ev.count(ad, "LastNegotiationCycleNumSchedulers0"),
+            ev.count(ad, "LastNegotiationCycleNumIdleJobs0"),
+            ev.count(ad, "LastNegotiationCycleMatches0"),
+            ev.count(ad, "LastNegotiationCycleRejections0"),
         ]
     })
 }

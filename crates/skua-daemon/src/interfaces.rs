@@ -184,24 +184,12 @@ fn glob(pattern: &str, text: &str) -> bool {
 /// This host's interfaces as `(device name, address)` pairs (IPv4 and
 /// IPv6, interfaces that are up).
 pub fn host_interfaces() -> Result<Vec<(String, IpAddr)>, String> {
-    use nix::net::if_::InterfaceFlags;
-    let addrs = nix::ifaddrs::getifaddrs().map_err(|e| format!("listing interfaces: {e}"))?;
-    let mut out = Vec::new();
-    for a in addrs {
-        if !a.flags.contains(InterfaceFlags::IFF_UP) {
-            continue;
-        }
-        let Some(storage) = a.address else { continue };
-        let ip = if let Some(v4) = storage.as_sockaddr_in() {
-            IpAddr::V4(v4.ip())
-        } else if let Some(v6) = storage.as_sockaddr_in6() {
-            IpAddr::V6(v6.ip())
-        } else {
-            continue;
-        };
-        out.push((a.interface_name, ip));
-    }
-    Ok(out)
+    let all = skua_net::interface_addresses().map_err(|e| format!("listing interfaces: {e}"))?;
+    Ok(all
+        .into_iter()
+        .filter(|a| a.up)
+        .map(|a| (a.name, a.ip))
+        .collect())
 }
 
 #[cfg(test)]

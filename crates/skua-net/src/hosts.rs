@@ -3,17 +3,23 @@
 
 use std::net::{IpAddr, ToSocketAddrs};
 
-/// The addresses of this host's interfaces (loopback included); empty
-/// (with a warning) if they cannot be listed.
-pub(crate) fn local_ips() -> Vec<IpAddr> {
-    let addrs = match nix::ifaddrs::getifaddrs() {
-        Ok(a) => a,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot list this host's addresses for the security policy");
-            return Vec::new();
-        }
-    };
-    let mut ips = Vec::new();
+/// One address of one of this host's interfaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterfaceAddress {
+    /// The interface's device name (`lo`, `eth0`...).
+    pub name: String,
+    pub ip: IpAddr,
+    /// Whether the interface is up.
+    pub up: bool,
+}
+
+/// Every IPv4 and IPv6 address of this host's interfaces (loopback and
+/// interfaces that are down included), in the order the system lists
+/// them, or why they cannot be listed.
+pub fn interface_addresses() -> Result<Vec<InterfaceAddress>, String> {
+    use nix::net::if_::InterfaceFlags;
+    let addrs = nix::ifaddrs::getifaddrs().map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
     for ifa in addrs {
         let Some(addr) = ifa.address else { continue };
         let ip = if let Some(v4) = addr.as_sockaddr_in() {
@@ -23,8 +29,29 @@ pub(crate) fn local_ips() -> Vec<IpAddr> {
         } else {
             continue;
         };
-        if !ips.contains(&ip) {
-            ips.push(ip);
+        out.push(InterfaceAddress {
+            up: ifa.flags.contains(InterfaceFlags::IFF_UP),
+            name: ifa.interface_name,
+            ip,
+        });
+    }
+    Ok(out)
+}
+
+/// The addresses of this host's interfaces (loopback included), each
+/// once; empty (with a warning) if they cannot be listed.
+pub(crate) fn local_ips() -> Vec<IpAddr> {
+    let addrs = match interface_addresses() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list this host's addresses for the security policy");
+            return Vec::new();
+        }
+    };
+    let mut ips = Vec::new();
+    for a in addrs {
+        if !ips.contains(&a.ip) {
+            ips.push(a.ip);
         }
     }
     ips

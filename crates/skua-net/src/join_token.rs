@@ -9,12 +9,11 @@
 
 use std::time::Duration;
 
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use skua_proto::{JoinClaims, JOIN_SCOPE, JOIN_SUBJECT};
 
-use crate::token::{hex, install_crypto_provider};
-use crate::{SigningKey, TokenError, MAX_CLOCK_SKEW, MAX_TOKEN_LEN};
+use crate::token::{check_times, decode_hs256, hex, install_crypto_provider};
+use crate::{SigningKey, TokenError};
 
 /// Default lifetime of a join token: one hour.
 pub const DEFAULT_JOIN_LIFETIME: Duration = Duration::from_secs(3600);
@@ -58,48 +57,14 @@ pub fn verify_join_token_at(
     token: &str,
     now: u64,
 ) -> Result<JoinClaims, TokenError> {
-    install_crypto_provider();
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(TokenError::Malformed(format!(
-            "token is {} bytes long; at most {MAX_TOKEN_LEN} are accepted",
-            token.len()
-        )));
-    }
-    let mut validation = Validation::new(Algorithm::HS256);
-    validation.required_spec_claims.clear();
-    validation.leeway = 0;
-    validation.validate_exp = false;
-    validation.validate_nbf = false;
-    validation.validate_aud = false;
-    let claims = jsonwebtoken::decode::<JoinClaims>(
-        token,
-        &DecodingKey::from_secret(key.as_bytes()),
-        &validation,
-    )
-    .map_err(|e| match e.kind() {
-        ErrorKind::InvalidSignature => TokenError::BadSignature,
-        ErrorKind::InvalidAlgorithm => {
-            TokenError::Malformed("only HS256 tokens are accepted".into())
-        }
-        _ => TokenError::Malformed(format!("not a join token: {e}")),
-    })?
-    .claims;
+    let claims: JoinClaims = decode_hs256(key, token, false, |e| format!("not a join token: {e}"))?;
     if claims.scope != JOIN_SCOPE || claims.sub != JOIN_SUBJECT {
         return Err(TokenError::Malformed(format!(
             "not a join token (scope `{}`, subject `{}`)",
             claims.scope, claims.sub
         )));
     }
-    if claims.exp < now {
-        return Err(TokenError::Expired);
-    }
-    let latest = now.saturating_add(MAX_CLOCK_SKEW.as_secs());
-    if claims.iat > latest {
-        return Err(TokenError::NotYetValid {
-            claim: "iat",
-            ahead: claims.iat - now,
-        });
-    }
+    check_times(now, Some(claims.exp), &[("iat", Some(claims.iat))])?;
     if claims.jti.is_empty() {
         return Err(TokenError::Malformed("join token without a jti".into()));
     }
@@ -109,7 +74,7 @@ pub fn verify_join_token_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{issue_token, verify_token_at};
+    use crate::{issue_token, verify_token_at, MAX_TOKEN_LEN};
     use skua_proto::AuthLevel;
 
     fn key() -> SigningKey {

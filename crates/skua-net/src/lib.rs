@@ -48,6 +48,7 @@ pub use client::{Client, Endpoint};
 pub use error::NetError;
 pub use fault::{Fault, FaultFilter, Peer, Rule, RuleId};
 pub use handler::{JsonStream, Reply, RequestOf, Typed, TypedHandler};
+pub use hosts::{interface_addresses, InterfaceAddress};
 pub use identity::{
     local_identity, local_user_name, Identity, IdentityError, ANONYMOUS_DOMAIN, ANONYMOUS_USER,
 };

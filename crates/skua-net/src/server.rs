@@ -666,27 +666,7 @@ impl Listener {
     /// every local user (mode 0666): identity, not file access, decides
     /// what a caller may do.
     pub async fn unix(path: &Path) -> Result<Self, NetError> {
-        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-        let io_err = |what: &str, source| NetError::Io {
-            context: format!("{what} {}", path.display()),
-            source,
-        };
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_socket() => {
-                std::fs::remove_file(path).map_err(|e| io_err("removing stale socket", e))?;
-            }
-            Ok(_) => {
-                return Err(NetError::Config(format!(
-                    "{} exists and is not a socket",
-                    path.display()
-                )))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("inspecting", e)),
-        }
-        let listener = UnixListener::bind(path).map_err(|e| io_err("binding", e))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
-            .map_err(|e| io_err("setting permissions of", e))?;
+        let listener = bind_unix(path, 0o666)?;
         Ok(Listener {
             kind: ListenerKind::Unix {
                 listener,
@@ -704,7 +684,7 @@ impl Listener {
         path: &Path,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> Result<Self, NetError> {
-        let listener = crate::shared_port::bind_handoff(path)?;
+        let listener = bind_unix(path, 0o600)?;
         Ok(Listener {
             kind: ListenerKind::Handoff {
                 listener,
@@ -729,6 +709,33 @@ impl Listener {
             ListenerKind::Unix { path, .. } | ListenerKind::Handoff { path, .. } => Some(path),
         }
     }
+}
+
+/// Binds a Unix-domain socket at `path` and gives it `mode`, replacing a
+/// stale socket file; any other file there is an error.
+fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, NetError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let io_err = |what: &str, source| NetError::Io {
+        context: format!("{what} {}", path.display()),
+        source,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            std::fs::remove_file(path).map_err(|e| io_err("removing stale socket", e))?;
+        }
+        Ok(_) => {
+            return Err(NetError::Config(format!(
+                "{} exists and is not a socket",
+                path.display()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("inspecting", e)),
+    }
+    let listener = UnixListener::bind(path).map_err(|e| io_err("binding", e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io_err("setting permissions of", e))?;
+    Ok(listener)
 }
 
 async fn bind_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {

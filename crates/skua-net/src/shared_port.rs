@@ -318,33 +318,6 @@ async fn send_fd(unix: &UnixStream, fd: std::os::fd::BorrowedFd<'_>) -> std::io:
     .await
 }
 
-/// Binds a handoff socket at `path` (mode 0600), replacing a stale socket
-/// file; any other file there is an error.
-pub(crate) fn bind_handoff(path: &Path) -> Result<tokio::net::UnixListener, NetError> {
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    let io_err = |what: &str, source| NetError::Io {
-        context: format!("{what} {}", path.display()),
-        source,
-    };
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => {
-            std::fs::remove_file(path).map_err(|e| io_err("removing stale socket", e))?;
-        }
-        Ok(_) => {
-            return Err(NetError::Config(format!(
-                "{} exists and is not a socket",
-                path.display()
-            )))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err("inspecting", e)),
-    }
-    let listener = tokio::net::UnixListener::bind(path).map_err(|e| io_err("binding", e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| io_err("setting permissions of", e))?;
-    Ok(listener)
-}
-
 /// Receives one connection passed by the shared port on `unix` (a
 /// connection accepted on a daemon's handoff socket): the TCP stream and
 /// the real remote address. The sender must run as this process's user

@@ -276,6 +276,32 @@ pub fn verify_token(key: &SigningKey, token: &str) -> Result<TokenClaims, TokenE
 /// [`verify_token`] against the clock reading `now` (seconds since the
 /// epoch).
 pub fn verify_token_at(key: &SigningKey, token: &str, now: u64) -> Result<TokenClaims, TokenError> {
+    let claims: TokenClaims = decode_hs256(key, token, true, |e| e.to_string())?;
+    // `decode` checks `exp` only when it parses as an unsigned integer,
+    // which our claims type requires; check again against our own clock
+    // reading so the rule is visible here. `iat` and `nbf` are checked
+    // here too, with the allowed skew.
+    check_times(
+        now,
+        claims.exp,
+        &[("iat", Some(claims.iat)), ("nbf", claims.nbf)],
+    )?;
+    Identity::parse(&claims.sub, AuthMethod::Token)
+        .map_err(|_| TokenError::BadSubject(claims.sub.clone()))?;
+    Ok(claims)
+}
+
+/// The first steps of verifying any token (ordinary or join): at most
+/// [`MAX_TOKEN_LEN`] bytes, an HS256 signature by `key` (no other
+/// algorithm), claims that decode as `C`. With `validate_exp` the decoder
+/// also refuses an `exp` already past by the system clock; `nbf` and the audience it leaves
+/// alone. `describe` words any other decoding error. Never panics.
+pub(crate) fn decode_hs256<C: serde::de::DeserializeOwned>(
+    key: &SigningKey,
+    token: &str,
+    validate_exp: bool,
+    describe: impl FnOnce(jsonwebtoken::errors::Error) -> String,
+) -> Result<C, TokenError> {
     install_crypto_provider();
     if token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::Malformed(format!(
@@ -286,32 +312,34 @@ pub fn verify_token_at(key: &SigningKey, token: &str, now: u64) -> Result<TokenC
     let mut validation = Validation::new(Algorithm::HS256);
     validation.required_spec_claims.clear();
     validation.leeway = 0;
-    validation.validate_exp = true;
-    // `nbf` and `iat` are checked below, with the allowed skew.
+    validation.validate_exp = validate_exp;
     validation.validate_nbf = false;
     validation.validate_aud = false;
-    let data = jsonwebtoken::decode::<TokenClaims>(
-        token,
-        &DecodingKey::from_secret(&key.bytes),
-        &validation,
-    )
-    .map_err(|e| match e.kind() {
-        ErrorKind::ExpiredSignature => TokenError::Expired,
-        ErrorKind::InvalidSignature => TokenError::BadSignature,
-        ErrorKind::InvalidAlgorithm => {
-            TokenError::Malformed("only HS256 tokens are accepted".into())
-        }
-        _ => TokenError::Malformed(e.to_string()),
-    })?;
-    let claims = data.claims;
-    // `decode` checks `exp` only when it parses as an unsigned integer,
-    // which our claims type requires; check again against our own clock
-    // reading so the rule is visible here.
-    if claims.exp.is_some_and(|exp| exp < now) {
+    let data = jsonwebtoken::decode::<C>(token, &DecodingKey::from_secret(&key.bytes), &validation)
+        .map_err(|e| match e.kind() {
+            ErrorKind::ExpiredSignature => TokenError::Expired,
+            ErrorKind::InvalidSignature => TokenError::BadSignature,
+            ErrorKind::InvalidAlgorithm => {
+                TokenError::Malformed("only HS256 tokens are accepted".into())
+            }
+            _ => TokenError::Malformed(describe(e)),
+        })?;
+    Ok(data.claims)
+}
+
+/// Refuses a token expired at `now` (`exp` before it, no leeway) or one
+/// of whose `not_before` times (`(claim, time)`: `iat`, `nbf`) lies more
+/// than [`MAX_CLOCK_SKEW`] after `now`.
+pub(crate) fn check_times(
+    now: u64,
+    exp: Option<u64>,
+    not_before: &[(&'static str, Option<u64>)],
+) -> Result<(), TokenError> {
+    if exp.is_some_and(|exp| exp < now) {
         return Err(TokenError::Expired);
     }
     let latest = now.saturating_add(MAX_CLOCK_SKEW.as_secs());
-    for (claim, at) in [("iat", Some(claims.iat)), ("nbf", claims.nbf)] {
+    for &(claim, at) in not_before {
         if let Some(at) = at.filter(|at| *at > latest) {
             return Err(TokenError::NotYetValid {
                 claim,
@@ -319,9 +347,7 @@ pub fn verify_token_at(key: &SigningKey, token: &str, now: u64) -> Result<TokenC
             });
         }
     }
-    Identity::parse(&claims.sub, AuthMethod::Token)
-        .map_err(|_| TokenError::BadSubject(claims.sub.clone()))?;
-    Ok(claims)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,43 +5,14 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use common::*;
 use skua_net::{issue_token, AuthLevel, SigningKey};
-
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 // current-thread runtime: every task runs on this thread, under the
 // thread-local subscriber
 #[tokio::test(flavor = "current_thread")]
 async fn refusals_are_logged() {
-    let buf = Buffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = capture_warnings();
 
     let (_srv, addr) = tcp_server(config(policy())).await;
     let other = SigningKey::from_bytes(vec![1u8; 32]).unwrap();
@@ -64,14 +35,7 @@ async fn refusals_are_logged() {
 // Unix-socket caller counts as this host (127.0.0.1).
 #[tokio::test(flavor = "current_thread")]
 async fn a_host_outside_allow_write_is_refused_and_logged() {
-    let buf = Buffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = capture_warnings();
 
     let only_the_lan = skua_net::SecurityPolicy::default()
         .allowing(AuthLevel::Read, ["*"])

@@ -6,55 +6,16 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::capture_warnings;
 use common::pool::*;
 use skua_net::pki::PoolCa;
 use skua_net::ErrorCode;
-
-#[derive(Clone, Default)]
-struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogBuffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    /// The log once it holds `needle` (the server may log just after the
-    /// client saw the refusal), or as it is after a while.
-    async fn text_with(&self, needle: &str) -> String {
-        for _ in 0..200 {
-            if self.text().contains(needle) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        self.text()
-    }
-}
 
 // current-thread runtime: every task runs on this thread, under the
 // thread-local subscriber
 #[tokio::test(flavor = "current_thread")]
 async fn the_server_logs_who_it_refused_and_why() {
-    let buf = LogBuffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = capture_warnings();
 
     let p = pool(policy()).await;
     let other = PoolCa::generate("test pool").unwrap();

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -16,6 +18,8 @@ use skua_net::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use common::capture_warnings;
 
 async fn who(State(name): State<String>) -> Json<String> {
     Json(name)
@@ -226,36 +230,10 @@ async fn handoff_sockets_are_private_and_replaced_when_stale() {
     second.shutdown().await;
 }
 
-#[derive(Clone, Default)]
-struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 // current-thread runtime: every task runs under the thread-local subscriber
 #[tokio::test(flavor = "current_thread")]
 async fn the_daemon_sees_the_real_peer_and_refusals_name_it() {
-    let buf = Buffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = capture_warnings();
 
     let dir = tempfile::tempdir().unwrap();
     let server = server_behind(dir.path(), "schedd", None).await;

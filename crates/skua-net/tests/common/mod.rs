@@ -113,3 +113,49 @@ pub fn client(addr: SocketAddr, token: Option<String>) -> Client {
 pub fn echo_body(text: &str) -> Echo {
     Echo { text: text.into() }
 }
+
+/// What was logged on this thread while a [`capture_warnings`] guard lived.
+#[derive(Clone, Default)]
+pub struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogBuffer {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// The log once it holds `needle` (the server may log just after the
+    /// client saw the refusal), or as it is after a while.
+    pub async fn text_with(&self, needle: &str) -> String {
+        for _ in 0..200 {
+            if self.text().contains(needle) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.text()
+    }
+}
+
+/// Captures what is logged at WARN and above on this thread (plain text,
+/// no colours) until the guard is dropped. Tests using it run on a
+/// current-thread runtime, so that every task logs under this subscriber.
+pub fn capture_warnings() -> (LogBuffer, tracing::subscriber::DefaultGuard) {
+    let buf = LogBuffer::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    (buf, tracing::subscriber::set_default(subscriber))
+}
