@@ -350,6 +350,9 @@ pub(crate) async fn join(
             RegistryError::TokenUsed { .. } => {
                 refuse(&peer, &host, ErrorCode::PermissionDenied, e.to_string())
             }
+            RegistryError::HostTaken { .. } => {
+                refuse(&peer, &host, ErrorCode::Conflict, e.to_string())
+            }
             other => {
                 tracing::error!(peer, host, "join: {other}");
                 ApiError::internal(format!("join: {other}"))

@@ -28,6 +28,18 @@ pub enum RegistryError {
         /// The token's id.
         jti: String,
     },
+    /// The host already holds a credential that is not revoked: a second
+    /// one would let two machines speak as the same host.
+    #[error(
+        "host {host} already holds credential {id}: revoke it first (`skua token revoke {host}`), \
+         then join with a new token"
+    )]
+    HostTaken {
+        /// The host name.
+        host: String,
+        /// Its live credential.
+        id: String,
+    },
     /// Nothing matches a revocation target.
     #[error("no credential has the id or host name `{0}`")]
     UnknownTarget(String),
@@ -55,7 +67,9 @@ pub struct Registry {
 
 impl Registry {
     /// Records `record`, issued for the join token `jti` (expiring at
-    /// `exp`), unless that token was redeemed before.
+    /// `exp`), unless that token was redeemed before or the host already
+    /// holds a credential that is not revoked (host names compared without
+    /// case; a refused host keeps its token for a later try).
     pub fn redeem(
         &mut self,
         jti: &str,
@@ -65,6 +79,16 @@ impl Registry {
         if self.used_tokens.contains_key(jti) {
             return Err(RegistryError::TokenUsed {
                 jti: jti.to_string(),
+            });
+        }
+        if let Some(live) = self
+            .credentials
+            .iter()
+            .find(|c| c.revoked.is_none() && c.host.eq_ignore_ascii_case(&record.host))
+        {
+            return Err(RegistryError::HostTaken {
+                host: record.host.clone(),
+                id: live.id.clone(),
             });
         }
         self.used_tokens.insert(jti.to_string(), exp);
@@ -206,7 +230,18 @@ mod tests {
     fn revoking_by_id_or_by_host() {
         let mut r = Registry::default();
         r.redeem("j1", 500, record("0a", "exec1", "j1")).unwrap();
+        // a host with a live credential cannot get a second one, whatever
+        // the case of its name; its token stays unused
+        let e = r
+            .redeem("j2", 500, record("0b", "Exec1", "j2"))
+            .unwrap_err();
+        assert!(matches!(e, RegistryError::HostTaken { .. }), "{e}");
+        assert!(e.to_string().contains("revoke it first"), "{e}");
+        assert!(!r.token_used("j2"));
+        // once its credential is revoked (here by hand), it joins again
+        r.credentials[0].revoked = Some(100);
         r.redeem("j2", 500, record("0b", "Exec1", "j2")).unwrap();
+        r.credentials[0].revoked = None;
         r.redeem("j3", 500, record("0c", "exec2", "j3")).unwrap();
         let by_id = r.revoke("0C", 200).unwrap();
         assert_eq!(by_id.len(), 1);
@@ -230,7 +265,7 @@ mod tests {
     fn expired_tokens_are_pruned_but_credentials_stay() {
         let mut r = Registry::default();
         r.redeem("old", 100, record("0a", "h", "old")).unwrap();
-        r.redeem("new", 1000, record("0b", "h", "new")).unwrap();
+        r.redeem("new", 1000, record("0b", "h2", "new")).unwrap();
         assert!(!r.prune(100));
         assert!(r.prune(101));
         assert!(!r.token_used("old"));
