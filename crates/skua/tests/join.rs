@@ -202,15 +202,30 @@ fn a_host_joins_once_advertises_and_is_shut_out_when_revoked() {
     let out = join(&other, &cm.addr, &short, Some(&cm.ca_hash));
     assert!(!out.status.success());
     assert!(text(&out).contains("expired"), "{}", text(&out));
-    let log = collector_log(&cm.pool);
-    assert!(
-        log.contains("join refused: join token: token has expired"),
-        "{log}"
+    // the collector's log is written beside its reply: wait for the line
+    wait_for(
+        "the expired token's refusal in the log",
+        Duration::from_secs(30),
+        || collector_log(&cm.pool).contains("join refused: join token: token has expired"),
     );
+    let log = collector_log(&cm.pool);
     assert!(
         log.contains("peer=\"127.0.0.1:"),
         "refusals name the peer: {log}"
     );
+
+    // a second machine calling itself by the joined host's name is refused
+    // while that host's credential is valid (the pools here share this
+    // machine's host name); its token stays unused
+    let fresh = cm
+        .pool
+        .ok(&["token", "create", "--join"])
+        .trim()
+        .to_string();
+    let out = join(&other, &cm.addr, &fresh, Some(&cm.ca_hash));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("revoke it first"), "{}", text(&out));
+    assert!(!wait_dir_configured(&other.dir));
 
     // the joined host's daemons advertise to the central manager's collector
     wait_for("the joined host's slots", Duration::from_secs(30), || {
@@ -255,5 +270,15 @@ fn a_host_joins_once_advertises_and_is_shut_out_when_revoked() {
     // a revocation is permanent: asking again revokes nothing new
     let out = cm.pool.ok(&["token", "revoke", &id]);
     assert!(out.contains("already revoked"), "{out}");
+    // once revoked, the name may join again (a new credential) with the
+    // token that was refused before
+    let out = join(&other, &cm.addr, &fresh, Some(&cm.ca_hash));
+    assert!(out.status.success(), "{}", text(&out));
+    let list = cm.pool.ok(&["token", "list"]);
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(
+        list.lines().nth(2).is_some_and(|l| l.ends_with("valid")),
+        "{list}"
+    );
     drop(host);
 }
