@@ -41,7 +41,9 @@ impl FakeStarter {
         std::fs::create_dir_all(&marks)?;
         let script = dir.join("fake_starter.sh");
         // what the starter does before recording the spec (so a test that
-        // sees the spec sees the job's directory too), and after
+        // sees the spec sees the job's directory too), and after; a spec is
+        // written beside its mark and renamed into place, so a test never
+        // reads a mark before its text
         let (before, after) = match mode {
             StarterMode::Hold => (
                 "  mkdir -p \"$E/dir_$$\"\n  setsid sleep 300 &\n  echo $! > \"$E/dir_$$.pgid\"\n  \
@@ -61,7 +63,7 @@ impl FakeStarter {
         };
         let text = format!(
             "#!/bin/sh\nM='{m}'\nE='{e}'\nn=0\nwhile IFS= read -r spec; do\n  n=$((n+1))\n{before}  \
-             printf '%s\\n' \"$spec\" > \"$M/spec.$$.$n\"\n{after}done\necho eof > \"$M/eof.$$\"\n",
+             printf '%s\\n' \"$spec\" > \"$M/.part.$$\" && mv \"$M/.part.$$\" \"$M/spec.$$.$n\"\n{after}done\necho eof > \"$M/eof.$$\"\n",
             m = marks.display(),
             e = execute.display(),
         );
