@@ -275,7 +275,7 @@ fn a_collector_with_a_minimal_configuration_listens_on_loopback() {
 
 #[test]
 fn with_no_configuration_file_the_master_runs_a_personal_pool_in_home() {
-    let home = scratch("noconfig");
+    let home = scratch("noconfig").into_path(); // the Pool below removes it
     let env_of = |cmd: &mut Command| {
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

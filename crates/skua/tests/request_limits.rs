@@ -37,7 +37,7 @@ impl Drop for Collector {
 }
 
 fn start_collector(name: &str) -> Collector {
-    let dir = scratch(name);
+    let dir = scratch(name).into_path(); // removed by Collector's drop
     let config = dir.join("skua_config");
     std::fs::write(
         &config,

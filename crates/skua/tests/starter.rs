@@ -38,7 +38,7 @@ struct World {
 
 impl World {
     fn new(name: &str, job: &str) -> World {
-        let dir = scratch(&format!("starter-{name}"));
+        let dir = scratch(&format!("starter-{name}")).into_path(); // removed by World's drop
         let job_dir = dir.join("job");
         let execute = dir.join("execute");
         let out_dir = dir.join("returned");

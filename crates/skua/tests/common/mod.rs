@@ -86,11 +86,43 @@ pub fn user_dir(dir: &Path) {
     }
 }
 
-pub fn scratch(name: &str) -> PathBuf {
+/// A test's scratch directory, removed when dropped (also when the test
+/// fails).
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Scratch {
+    /// The path, for a caller that removes the directory itself.
+    pub fn into_path(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("skua-pool-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
-    d
+    Scratch(d)
 }
 
 pub fn kill(pid: i32, sig: &str) {
@@ -112,7 +144,7 @@ pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
 
 impl Pool {
     pub fn new(name: &str, env: &[(&str, &str)]) -> Pool {
-        let base = scratch(name);
+        let base = scratch(name).into_path();
         Pool {
             dir: base.join("pool"),
             home: base,

@@ -94,7 +94,7 @@ impl MultiPool {
     /// starts nothing.
     pub fn new(name: &str, roles: &[&[Role]], knobs: &[(&str, &str)]) -> MultiPool {
         let hosts = Hosts::up(roles.len());
-        let base = scratch(name);
+        let base = scratch(name).into_path();
         let mut all: Vec<(String, String)> = fast_knobs()
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
