@@ -461,6 +461,39 @@ fn running_with(marker: &str) -> bool {
     })
 }
 
+/// Submits one job of `user` running the shell script `script` (given the
+/// job's work directory) under a 600-s lease (`JobLeaseDuration`), far
+/// beyond what a test waits in real time: only the pool's clock lets it
+/// run out. Its events go to `job.log` in the work directory, which anyone
+/// may write (the job runs as the in-process startd's account, `nobody`:
+/// its UID_DOMAIN is not the submitter's). Returns the work directory, the
+/// tag that names the job's process, and the cluster.
+async fn submit_leased(
+    pool: &InProcessPool,
+    user: &str,
+    name: &str,
+    script: impl FnOnce(&Path) -> String,
+) -> (std::path::PathBuf, String, u32) {
+    let work = pool.dir.join("work");
+    common::user_dir(&work);
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let tag = format!("{name}-{}", std::process::id());
+    let file = work.join(format!("{tag}.sh"));
+    std::fs::write(&file, script(&work)).unwrap();
+    let jobs = SubmitBuilder::new("/bin/sh")
+        .arguments(&file.display().to_string())
+        .set("job_lease_duration", "600")
+        .set("log", "job.log")
+        .requests(1, 1)
+        .job_ads(user, 1, 0, &work.display().to_string())
+        .unwrap();
+    let cluster = pool.submit(user, &jobs).await.unwrap();
+    (work, tag, cluster)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again() {
     // keep-alives every second; the job's own lease (JobLeaseDuration) is
@@ -468,35 +501,15 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
     // the pool's clock lets it run out
     let pool = pool("lease-expiry").await;
     let user = submitter(&pool);
-    let work = pool.dir.join("work");
-    common::user_dir(&work);
-    // the job runs as the in-process startd's account (`nobody`: its
-    // UID_DOMAIN is not the submitter's), so its mark goes where anyone
-    // may write
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
-    let first = work.join("first-run");
-    let tag = format!("lease-expiry-{}", std::process::id());
     // the first run marks itself and waits for ever; the second completes
-    let script = work.join(format!("{tag}.sh"));
-    std::fs::write(
-        &script,
+    let (work, tag, cluster) = submit_leased(&pool, &user, "lease-expiry", |work| {
         format!(
             "if [ -e {first} ]; then exit 0; fi\ntouch {first}\nsleep 100000\nexit 1\n",
-            first = first.display()
-        ),
-    )
-    .unwrap();
-    let jobs = SubmitBuilder::new("/bin/sh")
-        .arguments(&script.display().to_string())
-        .set("job_lease_duration", "600")
-        .set("log", "job.log")
-        .requests(1, 1)
-        .job_ads(&user, 1, 0, &work.display().to_string())
-        .unwrap();
-    let cluster = pool.submit(&user, &jobs).await.unwrap();
+            first = work.join("first-run").display()
+        )
+    })
+    .await;
+    let first = work.join("first-run");
     pool.wait_for("the first run", Duration::from_secs(30), || async {
         (first.exists() && running_with(&tag)).then_some(())
     })
@@ -574,32 +587,15 @@ async fn a_job_cut_off_longer_than_its_lease_is_killed_requeued_and_runs_again()
 async fn a_job_cut_off_for_less_than_its_lease_reconnects_and_completes_once() {
     let pool = pool("lease-reconnect").await;
     let user = submitter(&pool);
-    let work = pool.dir.join("work");
-    common::user_dir(&work);
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
     // the job waits for the test's word, then exits 5
-    let go = work.join("go");
-    let tag = format!("lease-reconnect-{}", std::process::id());
-    let script = work.join(format!("{tag}.sh"));
-    std::fs::write(
-        &script,
+    let (work, tag, cluster) = submit_leased(&pool, &user, "lease-reconnect", |work| {
         format!(
             "while [ ! -e {go} ]; do sleep 0.1; done\nexit 5\n",
-            go = go.display()
-        ),
-    )
-    .unwrap();
-    let jobs = SubmitBuilder::new("/bin/sh")
-        .arguments(&script.display().to_string())
-        .set("job_lease_duration", "600")
-        .set("log", "job.log")
-        .requests(1, 1)
-        .job_ads(&user, 1, 0, &work.display().to_string())
-        .unwrap();
-    let cluster = pool.submit(&user, &jobs).await.unwrap();
+            go = work.join("go").display()
+        )
+    })
+    .await;
+    let go = work.join("go");
     pool.wait_for("the job executing", Duration::from_secs(30), || async {
         let job = queued(&pool, &user, cluster).await?;
         (running_with(&tag) && int(&job, "NumJobStarts") == Some(1)).then_some(())
