@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use classad::{ClassAd, Evaluator};
 use skua_net::{Fault, Rule};
 use skua_proto::{
-    routes, Ack, ActivateRequest, ClaimReply, ClaimRequest, MatchNotice, ReleaseRequest,
-    StarterSpec,
+    routes, Ack, ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, MatchNotice,
+    ReleaseRequest, StarterSpec,
 };
 use skua_testkit::starter::StarterMode;
 use skua_testkit::{FakeStarter, InProcessPool, JobAdBuilder, PoolBuilder, SubmitBuilder};
@@ -294,9 +294,20 @@ async fn a_slot_is_matched_claimed_activated_and_released() {
     })
     .await
     .unwrap();
-    // once the startd has seen its starter go, the slot is free again
-    pool.wait_for("the slot unclaimed", Duration::from_secs(10), || async {
-        (slot_state(&pool).await? == "Unclaimed").then_some(())
+    // once the startd has seen its starter go, the claim is gone (the
+    // startd's own view: the collector's ad may still be the one from
+    // before the match) and the slot is free again
+    let alive = ClaimAlive {
+        claim_id: CLAIM.into(),
+    };
+    pool.wait_for("the claim gone", Duration::from_secs(10), || async {
+        match startd
+            .command::<_, ClaimStatus>(&routes::STARTD_ALIVE, Some(&alive))
+            .await
+        {
+            Err(e) if status(&e) == 404 => Some(()),
+            _ => None,
+        }
     })
     .await
     .unwrap();
@@ -305,6 +316,11 @@ async fn a_slot_is_matched_claimed_activated_and_released() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 404, "{e}");
+    pool.wait_for("the slot unclaimed", Duration::from_secs(10), || async {
+        (slot_state(&pool).await? == "Unclaimed").then_some(())
+    })
+    .await
+    .unwrap();
     pool.shutdown().await.unwrap();
 }
 
