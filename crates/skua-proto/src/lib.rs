@@ -40,9 +40,10 @@ pub use schedd::{
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
 pub use shadow::{
-    BeginReply, EntryKind, InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage,
-    OutputFileMeta, RunOutcome, ShadowBegin, StarterGone, UpdateKind, EXECUTE_REPORT_DELAY_MS,
-    STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+    BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, CheckpointKind, EntryKind,
+    InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage, OutputFileMeta, RunOutcome,
+    ShadowBegin, StarterGone, UpdateKind, CRIU_IMAGE_DIR, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
+    STDOUT_NAME, TRANSFER_HEADER,
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,

@@ -6,14 +6,15 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 
 use crate::{
-    Ack, ActivateRequest, AdUpdate, AuthLevel, BeginReply, ClaimAlive, ClaimReply, ClaimRequest,
-    ClaimStatus, CommandReply, CredentialList, CredentialQuery, DaemonCommand, DeactivateRequest,
-    DrainRequest, InputFileRequest, Invalidate, JobAction, JobActionReply, JobExit, JobQuery,
-    JobQueryReply, JobUpdate, JoinReply, JoinRequest, MatchNotice, Matches, NewCluster,
-    NewClusterReply, Query, QueryReply, ReconnectRequest, ReleaseRequest, Reschedule,
-    ResourceRequests, ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply,
-    RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
-    UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
+    Ack, ActivateRequest, AdUpdate, AuthLevel, BeginReply, CheckpointCommit, ClaimAlive,
+    ClaimReply, ClaimRequest, ClaimStatus, CommandReply, CredentialList, CredentialQuery,
+    DaemonCommand, DeactivateRequest, DrainRequest, InputFileRequest, Invalidate, JobAction,
+    JobActionReply, JobExit, JobQuery, JobQueryReply, JobUpdate, JoinReply, JoinRequest,
+    MatchNotice, Matches, NewCluster, NewClusterReply, Query, QueryReply, ReconnectRequest,
+    ReleaseRequest, Reschedule, ResourceRequests, ResourceRequestsReply, RevocationList,
+    RevocationQuery, RevokeReply, RevokeRequest, SetAttribute, ShadowBegin, SlotStates,
+    StarterGone, Submit, SubmitReply, UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest,
+    WhoAmI,
 };
 
 /// Largest request body of a command or a query (a job action, a
@@ -430,6 +431,25 @@ pub const SHADOW_OUTPUT_FILE: Route<RawBytes, Ack> = Route::new(
     RequestBody::Streamed,
 );
 
+/// `POST /shadow/checkpoint_file` with a [`crate::CheckpointFileMeta`] in
+/// the [`crate::TRANSFER_HEADER`] header and the file's bytes as body →
+/// [`crate::Ack`].
+pub const SHADOW_CHECKPOINT_FILE: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/shadow/checkpoint_file",
+    Some(AuthLevel::Daemon),
+    RequestBody::Streamed,
+);
+
+/// `POST /shadow/checkpoint_commit` with [`crate::CheckpointCommit`] →
+/// [`crate::Ack`].
+pub const SHADOW_CHECKPOINT_COMMIT: Route<CheckpointCommit, Ack> = Route::new(
+    "POST",
+    "/shadow/checkpoint_commit",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
+
 /// `POST /shadow/update` with [`crate::JobUpdate`] → [`crate::Ack`].
 pub const SHADOW_UPDATE: Route<JobUpdate, Ack> = Route::new(
     "POST",
@@ -491,6 +511,8 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_UPDATE.spec(),
     SHADOW_EXIT.spec(),
     SHADOW_STARTER_GONE.spec(),
+    SHADOW_CHECKPOINT_FILE.spec(),
+    SHADOW_CHECKPOINT_COMMIT.spec(),
 ];
 
 #[cfg(test)]
@@ -514,7 +536,7 @@ mod tests {
             let limit = r.body.limit();
             match r.path {
                 "/schedd/submit" | "/schedd/matches" => assert_eq!(limit, Some(BULK_BODY_LIMIT)),
-                "/shadow/output_file" => assert_eq!(limit, None),
+                "/shadow/output_file" | "/shadow/checkpoint_file" => assert_eq!(limit, None),
                 _ => assert!(
                     limit.is_some_and(|l| l <= AD_BODY_LIMIT),
                     "{} takes {limit:?}",

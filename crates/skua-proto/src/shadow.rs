@@ -4,8 +4,10 @@
 //! the schedd answers only for a job it activated under that claim
 //! (`NotFound` otherwise). The calls come in this order: [`ShadowBegin`],
 //! one [`InputFileRequest`] per input entry that is a file, then
-//! [`JobUpdate`] (`executing`, then periodically), one output upload per
-//! output file, and last [`JobExit`].
+//! [`JobUpdate`] (`executing`, then periodically), for each checkpoint the
+//! job takes its files ([`CheckpointFileMeta`]) and a
+//! [`CheckpointCommit`], one output upload per output file, and last
+//! [`JobExit`].
 //!
 //! Files travel as raw bytes (`application/octet-stream`), never whole in
 //! memory: `POST /shadow/input_file` answers with the file's bytes;
@@ -70,13 +72,111 @@ pub struct InputEntry {
     /// This entry is the job's standard input.
     #[serde(default)]
     pub stdin: bool,
+    /// This entry is a file of the job's stored checkpoint.
+    #[serde(default)]
+    pub checkpoint: bool,
 }
 
 /// The reply to [`ShadowBegin`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BeginReply {
-    /// The input sandbox, directories before their contents.
+    /// The input sandbox, directories before their contents. When the job
+    /// has a stored checkpoint its files come last, flagged
+    /// [`InputEntry::checkpoint`]: the starter puts them in the scratch
+    /// directory like any input, so the job finds them where it left them.
     pub inputs: Vec<InputEntry>,
+    /// The job's last stored checkpoint, if any (its files are among
+    /// `inputs`). The starter numbers the checkpoints it sends after it
+    /// `number + 1`, `number + 2`, ...; with no checkpoint, from 1.
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointInfo>,
+}
+
+/// A stored checkpoint, as [`BeginReply`] names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointInfo {
+    /// Its number (`CheckpointNumber` in the job ad).
+    pub number: u64,
+    /// The transparent backend that made it (`"criu"`: its image
+    /// directory, [`CRIU_IMAGE_DIR`], is among the files and the starter
+    /// restores the process from it instead of starting the executable);
+    /// `None` for a checkpoint the job wrote itself.
+    #[serde(default)]
+    pub backend: Option<String>,
+}
+
+/// The directory, inside the scratch directory and the stored checkpoint,
+/// that holds a transparent (CRIU) checkpoint's image.
+pub const CRIU_IMAGE_DIR: &str = ".skua_criu_image";
+
+/// The header of `POST /shadow/checkpoint_file` (DAEMON): one file of
+/// checkpoint `number`. The shadow writes it into that checkpoint's
+/// staging area (never over a stored checkpoint); a file sent again
+/// replaces the staged copy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointFileMeta {
+    /// The claim.
+    pub claim_id: String,
+    /// `"C.P"` of the job.
+    pub job_id: String,
+    /// The checkpoint's number (see [`BeginReply::checkpoint`]).
+    pub number: u64,
+    /// Its path relative to the scratch directory: relative,
+    /// `/`-separated, no `..` component (the shadow refuses any other).
+    pub name: String,
+    /// Unix permission bits.
+    #[serde(default)]
+    pub mode: u32,
+}
+
+/// Why a checkpoint was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointKind {
+    /// The job exited with its `SuccessCheckpointExitCode` (or by its
+    /// `SuccessCheckpointExitSignal`): it is restarted in the same
+    /// sandbox once the checkpoint is stored.
+    Exit,
+    /// The job was being vacated: its files (`ON_EXIT_OR_EVICT`, or the
+    /// checkpoint it wrote on its checkpoint signal) are kept for its next
+    /// start elsewhere.
+    Evict,
+    /// A transparent backend (CRIU) dumped the job's processes.
+    Backend,
+}
+
+/// `POST /shadow/checkpoint_commit` (DAEMON): every file of checkpoint
+/// `number` has been sent. The shadow makes it the job's checkpoint in
+/// one atomic step (a checkpoint is whole or absent: one cut halfway
+/// leaves the previous one in place), records it in the job ad, and then
+/// removes the older ones. A commit repeated after its acknowledgement was
+/// lost is acknowledged again and changes nothing. A checkpoint the shadow
+/// cannot store is refused with `Conflict` (409) and a message naming the
+/// file and the cause: the starter holds the job (HoldReasonCode 36,
+/// FailedToCheckpoint) rather than retry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointCommit {
+    /// The claim.
+    pub claim_id: String,
+    /// `"C.P"` of the job.
+    pub job_id: String,
+    /// The checkpoint's number.
+    pub number: u64,
+    /// Every file sent for it (names as in [`CheckpointFileMeta::name`]);
+    /// the shadow refuses a commit that names a file it has not received.
+    pub files: Vec<String>,
+    /// Their total size in bytes.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Why it was taken.
+    pub kind: CheckpointKind,
+    /// The transparent backend that made it, if any (`"criu"`).
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// The job's usage so far in this run (the time it covers counts as
+    /// committed: `CommittedTime`).
+    #[serde(default)]
+    pub usage: JobUsage,
 }
 
 /// `POST /shadow/input_file` (DAEMON): the bytes of input entry `index`

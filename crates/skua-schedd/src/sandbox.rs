@@ -177,6 +177,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
                 mode: mode_of(&meta) | 0o700,
                 executable: true,
                 stdin: false,
+                checkpoint: false,
             };
             plan.add(&mut seen, entry, Some(source));
         }
@@ -204,6 +205,7 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
             mode: mode_of(&meta),
             executable: false,
             stdin: true,
+            checkpoint: false,
         };
         plan.add(&mut seen, entry, Some(source));
     }
@@ -277,6 +279,7 @@ fn add_entry(
         mode: mode_of(meta),
         executable: false,
         stdin: false,
+        checkpoint: false,
     };
     plan.add(seen, entry, source);
     Ok(())

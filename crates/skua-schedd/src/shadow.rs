@@ -69,7 +69,7 @@ pub(crate) async fn begin(
         }
         if !req.transfer {
             run.inputs = Some(InputPlan::default());
-            return Ok(Json(BeginReply { inputs: Vec::new() }));
+            return Ok(Json(BeginReply::default()));
         }
         run.job_ad.clone()
     };
@@ -88,7 +88,10 @@ pub(crate) async fn begin(
             let mut runs = st.shadows.runs();
             let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
             run.inputs = Some(plan);
-            Ok(Json(BeginReply { inputs }))
+            Ok(Json(BeginReply {
+                inputs,
+                checkpoint: None,
+            }))
         }
         Err(e) => Err(fail_run(
             &st,

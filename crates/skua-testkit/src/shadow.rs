@@ -73,7 +73,10 @@ async fn begin(
     let mut rec = s.rec();
     rec.begin = Some(b);
     rec.plan = plan;
-    Ok(Json(BeginReply { inputs }))
+    Ok(Json(BeginReply {
+        inputs,
+        checkpoint: None,
+    }))
 }
 
 async fn input_file(
