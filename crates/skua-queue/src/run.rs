@@ -75,6 +75,10 @@ pub const COMMITTED_TIME: &str = "CommittedTime";
 /// `CommittedTime` in slot-seconds (weighted as `CumulativeSlotTime`).
 pub const COMMITTED_SLOT_TIME: &str = "CommittedSlotTime";
 
+/// The transparent backend (`"criu"`) that made the last stored
+/// checkpoint; absent when the job wrote it itself.
+pub const CHECKPOINT_BACKEND: &str = "SkuaCheckpointBackend";
+
 /// How a run ended other than by the job's own exit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunEnd {
@@ -445,11 +449,17 @@ impl Queue {
     }
 
     /// A checkpoint of job `id` numbered `number` was stored at `now`
-    /// (`bytes` in all): `CheckpointNumber`, `NumCkpts` and `LastCkptTime`
-    /// recorded, with the file transfer events (040) of its upload. A
-    /// number not above the recorded one (a repeated commit) changes
-    /// nothing.
-    pub fn plan_checkpoint(&self, id: JobId, number: u64, now: i64) -> Result<Txn, QueueError> {
+    /// (by the transparent `backend`, if any): `CheckpointNumber`,
+    /// `NumCkpts`, `LastCkptTime` and the backend recorded, with the file
+    /// transfer events (040) of its upload. A number not above the
+    /// recorded one (a repeated commit) changes nothing.
+    pub fn plan_checkpoint(
+        &self,
+        id: JobId,
+        number: u64,
+        backend: Option<&str>,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
         let ad = self.job_ad(id)?;
         let mut p = Planner::new(self);
         let recorded = int_attr(ad, CHECKPOINT_NUMBER);
@@ -465,6 +475,10 @@ impl Queue {
         let n = int_attr(ad, NUM_CKPTS).unwrap_or(0);
         p.set_int(id, NUM_CKPTS, n.saturating_add(1));
         p.set_int(id, LAST_CKPT_TIME, now);
+        match backend {
+            Some(b) => p.set_str(id, CHECKPOINT_BACKEND, b),
+            None => p.delete(id, ad, CHECKPOINT_BACKEND),
+        }
         p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputStarted));
         p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputFinished));
         Ok(p.finish())

@@ -448,18 +448,22 @@ fn checkpoints_are_counted_and_commit_the_work_they_keep() {
     // run 1: starts at +0, checkpoints at +40 and +70, evicted at +100
     let t = q.plan_start(id, "slot1@h", NOW).unwrap();
     commit(&mut q, &t);
-    let t = q.plan_checkpoint(id, 1, NOW + 40).unwrap();
+    let t = q.plan_checkpoint(id, 1, None, NOW + 40).unwrap();
     let kinds: Vec<u32> = t.events.iter().map(|(_, e)| e.number()).collect();
     assert_eq!(kinds, [40, 40], "a file transfer pair per checkpoint");
     commit(&mut q, &t);
-    let t = q.plan_checkpoint(id, 2, NOW + 70).unwrap();
+    let t = q.plan_checkpoint(id, 2, Some("criu"), NOW + 70).unwrap();
     commit(&mut q, &t);
     // a repeated commit of 2 (or an older number) changes nothing
-    assert!(q.plan_checkpoint(id, 2, NOW + 75).unwrap().is_empty());
-    assert!(q.plan_checkpoint(id, 1, NOW + 75).unwrap().is_empty());
+    assert!(q.plan_checkpoint(id, 2, None, NOW + 75).unwrap().is_empty());
+    assert!(q.plan_checkpoint(id, 1, None, NOW + 75).unwrap().is_empty());
     assert_eq!(num(&q, id, "CheckpointNumber"), Some(2.0));
     assert_eq!(num(&q, id, "NumCkpts"), Some(2.0));
     assert_eq!(num(&q, id, "LastCkptTime"), Some((NOW + 70) as f64));
+    assert_eq!(
+        text(&q, id, "SkuaCheckpointBackend").as_deref(),
+        Some("criu")
+    );
     let evicted = RunEnd::Evicted {
         reason: "vacated".into(),
     };
@@ -513,7 +517,7 @@ fn checkpoints_are_counted_and_commit_the_work_they_keep() {
     // a job not running takes no checkpoint
     let c2 = submit(&mut q, "alice", vec![job("")]);
     assert!(matches!(
-        q.plan_checkpoint(JobId::new(c2, 0), 1, NOW),
+        q.plan_checkpoint(JobId::new(c2, 0), 1, None, NOW),
         Err(QueueError::Conflict(_))
     ));
 }
