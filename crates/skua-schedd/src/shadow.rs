@@ -114,14 +114,17 @@ pub(crate) async fn begin(
 }
 
 /// The recorded checkpoint number of the job `ad`, if any.
-fn checkpoint_number(ad: &ClassAd) -> Option<u64> {
+pub(crate) fn checkpoint_number(ad: &ClassAd) -> Option<u64> {
     skua_queue::int_attr(ad, skua_queue::attr::CHECKPOINT_NUMBER)
         .and_then(|n| u64::try_from(n).ok())
 }
 
 /// Where the job `ad`'s checkpoints are stored and with whose rights
 /// (the schedd's in its spool, the owner's at a `checkpoint_destination`).
-fn checkpoint_store(st: &Shared, ad: &ClassAd) -> Result<(checkpoint::Location, Rights), String> {
+pub(crate) fn checkpoint_store(
+    st: &Shared,
+    ad: &ClassAd,
+) -> Result<(checkpoint::Location, Rights), String> {
     let spool = st
         .shadows
         .checkpoint_root
@@ -972,6 +975,59 @@ mod tests {
         assert_eq!(job_attr(&st, job, "NumCkpts").await, Some(2));
         let dir = checkpoint::job_dir(&root, job);
         assert!(!dir.join("1").exists(), "the older checkpoint is removed");
+        // skua evicted_files: the owner sees it and reads its files,
+        // another user does not
+        let caller = |user: &str, levels: Vec<skua_net::AuthLevel>| skua_net::Caller {
+            identity: skua_net::Identity {
+                user: user.into(),
+                domain: "pool".into(),
+                method: skua_proto::AuthMethod::Token,
+            },
+            levels,
+            peer_ip: None,
+            credential_id: None,
+        };
+        let q = skua_proto::EvictedFilesQuery {
+            job_id: job.to_string(),
+        };
+        let Json(listed) = crate::evicted::evicted_files(
+            State(st.clone()),
+            caller("nobody", vec![skua_net::AuthLevel::Write]),
+            Json(q.clone()),
+        )
+        .await
+        .expect("owner lists");
+        assert_eq!(listed.number, Some(2));
+        let names: Vec<&str> = listed.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(names, ["state.txt", "sub", "sub/more.dat"]);
+        let e = crate::evicted::evicted_files(
+            State(st.clone()),
+            caller("mallory", vec![skua_net::AuthLevel::Write]),
+            Json(q),
+        )
+        .await
+        .expect_err("another user");
+        assert_eq!(e.0.code, ErrorCode::PermissionDenied);
+        let get = |user: &str, path: &str| {
+            crate::evicted::evicted_file(
+                State(st.clone()),
+                caller(user, vec![skua_net::AuthLevel::Write]),
+                Json(skua_proto::EvictedFileRequest {
+                    job_id: job.to_string(),
+                    number: 2,
+                    path: path.into(),
+                }),
+            )
+        };
+        let resp = get("nobody", "sub/more.dat").await.expect("owner reads");
+        assert_eq!(axum_body_bytes(resp).await, b"more");
+        let e = get("nobody", "../../job_queue.db")
+            .await
+            .expect_err("escape");
+        assert_eq!(e.0.code, ErrorCode::BadRequest);
+        let e = get("mallory", "state.txt").await.expect_err("another user");
+        assert_eq!(e.0.code, ErrorCode::PermissionDenied);
+
         // a third one cut halfway: staged, never committed
         send(&st, CLAIM, job, 3, "state.txt", "thr")
             .await
