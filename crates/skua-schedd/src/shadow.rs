@@ -72,15 +72,16 @@ pub(crate) async fn begin(
         run.job_ad.clone()
     };
     if !req.transfer {
-        // a shared file system: no files travel, but the numbering of
-        // the job's checkpoints goes on
-        let mut plan = InputPlan::default();
-        let checkpoint = add_checkpoint(&st, &req, &mut plan).await?;
-        let inputs = plan.entries.clone();
+        // a shared file system: no files travel (the job's files are in
+        // place), but the numbering of its checkpoints goes on
+        let checkpoint = add_checkpoint(&st, &req, &mut InputPlan::default()).await?;
         let mut runs = st.shadows.runs();
         let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
-        run.inputs = Some(plan);
-        return Ok(Json(BeginReply { inputs, checkpoint }));
+        run.inputs = Some(InputPlan::default());
+        return Ok(Json(BeginReply {
+            inputs: Vec::new(),
+            checkpoint,
+        }));
     }
     // the inputs are looked at with the owner's rights
     let rights = owner_rights(&st, &job_ad)
@@ -153,11 +154,7 @@ async fn add_checkpoint(
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         (run.job, run.job_ad.clone())
     };
-    // the queue's record (the run's copy of the ad may predate a
-    // checkpoint of this claim's earlier run)
-    let job_ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
-        .await?
-        .unwrap_or(job_ad);
+    // (the run's ad is the queue's at the run's start)
     let number = checkpoint_number(&job_ad);
     let Some(spool) = st.shadows.checkpoint_root.as_deref() else {
         return Ok(number.map(|number| CheckpointInfo {
@@ -844,7 +841,6 @@ mod tests {
         schedd
             .start_run(job, "slot1@h", CLAIM, "<127.0.0.1:1>", 2)
             .expect("started");
-        let job_ad = schedd.job_ad(job).expect("job ad");
         let alive = crate::lease::AliveConfig {
             interval: std::time::Duration::from_secs(300),
             max_missed: 6,
@@ -852,7 +848,24 @@ mod tests {
         let mut shadows = Shadows::new(Dialer::default(), alive, skua_daemon::Clock::system());
         shadows.checkpoint_root = Some(root);
         let shadows = Arc::new(shadows);
-        shadows.runs().insert(
+        let st = Shared {
+            queue: QueueOwner::start(schedd).expect("queue thread"),
+            changed: Arc::new(tokio::sync::Notify::new()),
+            shadows,
+            reschedule: Arc::new(tokio::sync::Notify::new()),
+            clock: skua_daemon::Clock::system(),
+        };
+        (st, job)
+    }
+
+    /// A run of `job` begins under `CLAIM` (with the job's ad as the
+    /// queue has it now, as a claim task does).
+    async fn new_run(st: &Shared, job: JobId) {
+        let job_ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
+            .await
+            .expect("queue")
+            .expect("job ad");
+        st.shadows.runs().insert(
             CLAIM.to_string(),
             Run {
                 job,
@@ -867,14 +880,6 @@ mod tests {
                 vacate: Arc::new(tokio::sync::Notify::new()),
             },
         );
-        let st = Shared {
-            queue: QueueOwner::start(schedd).expect("queue thread"),
-            changed: Arc::new(tokio::sync::Notify::new()),
-            shadows,
-            reschedule: Arc::new(tokio::sync::Notify::new()),
-            clock: skua_daemon::Clock::system(),
-        };
-        (st, job)
     }
 
     async fn send(
@@ -935,6 +940,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tmp");
         let (st, job) = running_schedd(tmp.path());
         let root = tmp.path().join("checkpoints");
+        new_run(&st, job).await;
 
         send(&st, CLAIM, job, 1, "state.txt", "one")
             .await
@@ -1034,6 +1040,7 @@ mod tests {
             .expect("file");
 
         // the next run begins: checkpoint 2 comes back with the inputs
+        new_run(&st, job).await;
         let begin_req = ShadowBegin {
             claim_id: CLAIM.into(),
             job_id: job.to_string(),
@@ -1077,6 +1084,20 @@ mod tests {
         .expect("input file");
         let bytes = axum_body_bytes(resp).await;
         assert_eq!(bytes, b"two");
+
+        // on a shared file system no file travels, the numbering goes on
+        new_run(&st, job).await;
+        let shared_fs = ShadowBegin {
+            claim_id: CLAIM.into(),
+            job_id: job.to_string(),
+            transfer: false,
+            slot: "slot1@h".into(),
+        };
+        let Json(reply) = begin(State(st.clone()), Json(shared_fs))
+            .await
+            .expect("begin");
+        assert!(reply.inputs.is_empty());
+        assert_eq!(reply.checkpoint.map(|c| c.number), Some(2));
     }
 
     async fn axum_body_bytes(resp: Response) -> Vec<u8> {
