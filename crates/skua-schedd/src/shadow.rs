@@ -508,6 +508,22 @@ fn run_of(
     Ok((run.job, run.job_ad.clone()))
 }
 
+/// Logs the start of checkpoint `number`'s upload by the run of
+/// `claim_id`, once.
+async fn upload_started(st: &Shared, claim_id: &str, job: skua_queue::JobId, number: u64) {
+    let first = st
+        .shadows
+        .runs()
+        .get_mut(claim_id)
+        .is_some_and(|r| r.checkpoint_upload.replace(number) != Some(number));
+    if first {
+        let now = st.clock.now_secs();
+        if let Err(e) = with_schedd(st, move |s| s.checkpoint_upload(job, now)).await {
+            tracing::warn!("job {job}: logging its checkpoint upload: {}", e.0.message);
+        }
+    }
+}
+
 /// `/shadow/checkpoint_file`: one file of a checkpoint, streamed into the
 /// checkpoint's staging area (never over a stored checkpoint). A file the
 /// store cannot take is refused with `Conflict`, naming it.
@@ -533,6 +549,7 @@ pub(crate) async fn checkpoint_file(
         ))
     };
     let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+    upload_started(&st, &meta.claim_id, job, meta.number).await;
     let as_user = st.shadows.as_user.clone();
     let (root, number, name) = (loc.root.clone(), meta.number, meta.name.clone());
     let (file, path) = as_user
@@ -604,6 +621,8 @@ pub(crate) async fn checkpoint_commit(
         .await
         .map_err(|e| refuse(e.to_string()))?
         .map_err(|e| refuse(e.to_string()))?;
+    // (a checkpoint of no files has its start logged now)
+    upload_started(&st, &c.claim_id, job, number).await;
     let now = st.clock.now_secs();
     let backend = c.backend.clone();
     with_schedd(&st, move |s| {
@@ -831,10 +850,15 @@ mod tests {
         };
         let mut schedd = Schedd::open(&dir.join("job_queue.db"), settings).expect("schedd");
         let c = schedd.new_cluster(1).expect("cluster");
-        let ad = classad::parse_ad(
+        // the user log is written with the owner's rights
+        let logs = dir.join("logs");
+        std::fs::create_dir(&logs).expect("log dir");
+        std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o777)).expect("mode");
+        let ad = classad::parse_ad(&format!(
             "[ Cmd = \"/bin/true\"; TransferExecutable = false; JobStatus = 1; ProcId = 0; \
-               JobUniverse = 5; Iwd = \"/tmp\" ]",
-        )
+               JobUniverse = 5; Iwd = \"/tmp\"; UserLog = \"{}\" ]",
+            logs.join("job.log").display()
+        ))
         .expect("ad");
         schedd.submit("nobody", c, vec![ad], 1).expect("submitted");
         let job = JobId::new(c, 0);
@@ -873,6 +897,7 @@ mod tests {
                 slot: "slot1@h".into(),
                 startd_addr: "<127.0.0.1:1>".into(),
                 inputs: None,
+                checkpoint_upload: None,
                 failure: None,
                 executing: true,
                 done: None,
@@ -1038,6 +1063,21 @@ mod tests {
         send(&st, CLAIM, job, 3, "state.txt", "thr")
             .await
             .expect("file");
+
+        // the user log: each upload's start (once, also the cut one) and
+        // each stored checkpoint's end
+        let log = std::fs::read_to_string(tmp.path().join("logs/job.log")).expect("user log");
+        assert_eq!(log.matches("040 (").count(), 5, "{log}");
+        assert_eq!(
+            log.matches("Started transferring output files").count(),
+            3,
+            "{log}"
+        );
+        assert_eq!(
+            log.matches("Finished transferring output files").count(),
+            2,
+            "{log}"
+        );
 
         // the next run begins: checkpoint 2 comes back with the inputs
         new_run(&st, job).await;
