@@ -330,6 +330,7 @@ async fn run_job(
         baseline: BTreeMap::new(),
         executable: None,
         restored: Vec::new(),
+        suspend_requested: false,
     };
     let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
@@ -543,6 +544,9 @@ struct Starter<'a> {
     executable: Option<String>,
     /// The files of the stored checkpoint the job started from.
     restored: Vec<String>,
+    /// The startd suspended the job between two of its processes (during
+    /// a checkpoint): the next one is suspended as soon as it starts.
+    suspend_requested: bool,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -685,7 +689,11 @@ impl Starter<'_> {
                     tracing::info!("asked to stop while waiting for the shadow");
                     return false;
                 }
-                Request::Suspend | Request::Continue => {}
+                Request::Suspend => {
+                    tracing::info!("suspended between two processes of the job");
+                    self.suspend_requested = true;
+                }
+                Request::Continue => self.suspend_requested = false,
             },
         }
         if self.lease_left().is_zero() {
@@ -1292,8 +1300,10 @@ impl Starter<'_> {
             .policy
             .signal_period(self.settings.checkpoint_signal_interval)
             .map(|p| tokio::time::interval_at(tokio::time::Instant::now() + p, p));
-        // a request that interrupted an update
-        let mut pending: Option<Request> = None;
+        // a request that interrupted an update (or a suspension that
+        // came while the job was between two processes)
+        let mut pending: Option<Request> =
+            std::mem::take(&mut self.suspend_requested).then_some(Request::Suspend);
         loop {
             match (self.lost_since.is_some(), retry_at) {
                 (true, None) => {
@@ -1514,21 +1524,26 @@ impl Starter<'_> {
                 tokio::pin!(send);
                 loop {
                     tokio::select! {
-                        r = &mut send => break r,
-                        req = next_request(self.signals, self.inbox) => match req {
-                            Request::Kill { startd_gone } => {
-                                self.startd_gone |= startd_gone;
-                                self.stop_asked = true;
-                                return Err(CheckpointError::Interrupted);
-                            }
-                            Request::Vacate if kind != CheckpointKind::Evict => {
-                                self.stop_asked = true;
-                                return Err(CheckpointError::Interrupted);
-                            }
-                            Request::Vacate | Request::Suspend | Request::Continue => {}
-                            Request::Reconnect => self.take_new_address(),
-                        },
+                            r = &mut send => break r,
+                            req = next_request(self.signals, self.inbox) => match req {
+                                Request::Kill { startd_gone } => {
+                                    self.startd_gone |= startd_gone;
+                                    self.stop_asked = true;
+                                    return Err(CheckpointError::Interrupted);
+                                }
+                                Request::Vacate if kind != CheckpointKind::Evict => {
+                                    self.stop_asked = true;
+                                    return Err(CheckpointError::Interrupted);
+                                }
+                                Request::Suspend => {
+                        tracing::info!("suspended between two processes of the job");
+                        self.suspend_requested = true;
                     }
+                                Request::Continue => self.suspend_requested = false,
+                                Request::Vacate => {}
+                                Request::Reconnect => self.take_new_address(),
+                            },
+                        }
                 }
             };
             match result {
