@@ -5,7 +5,7 @@
 //! or not at all; until the commit is acknowledged the previous one
 //! stays the job's.
 //!
-//! [`Starter::send_checkpoint`](crate::run) drives this with the job's
+//! `Starter::send_checkpoint` in [`mod@crate::run`] drives this with the job's
 //! lease and the starter's signals; this module holds the transfer and
 //! its errors.
 

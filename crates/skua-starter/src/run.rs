@@ -23,7 +23,7 @@ use skua_proto::{
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
-use crate::checkpoint::{CheckpointError, TransferError};
+use crate::checkpoint::{CheckpointError, TransferError, ENOENT, HOLD_TRANSFER_OUTPUT_ERROR};
 use crate::plan::{self, RunAs, Stamp};
 use crate::usage::UsageMeter;
 use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
@@ -186,11 +186,6 @@ impl Settings {
         })
     }
 }
-
-/// HTCondor's HoldReasonCode for a failed output transfer.
-const HOLD_TRANSFER_OUTPUT_ERROR: i64 = 12;
-/// errno of a missing file, the hold's subcode.
-const ENOENT: i64 = 2;
 
 /// A run that could not happen through no fault of the job.
 struct Failure {
@@ -926,8 +921,8 @@ impl Starter<'_> {
             }),
             CheckpointError::Missing { reason } => Ok(RunOutcome::Held {
                 reason,
-                code: crate::checkpoint::HOLD_TRANSFER_OUTPUT_ERROR,
-                subcode: crate::checkpoint::ENOENT,
+                code: HOLD_TRANSFER_OUTPUT_ERROR,
+                subcode: ENOENT,
             }),
             CheckpointError::Interrupted => Ok(RunOutcome::Evicted {
                 reason: CheckpointError::Interrupted.to_string(),
