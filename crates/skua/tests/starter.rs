@@ -1017,3 +1017,28 @@ fn a_checkpoint_waits_for_a_lost_shadow_within_the_lease_and_goes_to_its_new_add
     assert_eq!(w.checkpointed(1, "count"), b"1\n");
     assert!(w.execute_is_empty());
 }
+
+#[test]
+fn a_job_that_dies_by_its_checkpoint_signal_is_checkpointed_and_restarted() {
+    let w = World::new(
+        "ckpt-bysignal",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitBySignal = true;
+           SuccessCheckpointExitSignal = "SIGUSR1"; WantFTOnCheckpoint = true"#,
+    );
+    w.script(
+        "run.sh",
+        r#"if [ -e state ]; then exit 4; fi
+echo one > state
+kill -USR1 $$"#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 4 });
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].kind, CheckpointKind::Exit);
+    assert_eq!(commits[0].files, vec!["state"]);
+    assert_eq!(w.checkpointed(1, "state"), b"one\n");
+    assert_eq!(w.outputs(), vec!["state"]);
+    assert!(w.execute_is_empty());
+}
