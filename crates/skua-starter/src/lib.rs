@@ -10,9 +10,11 @@
 //!   arguments, environment, kill signal, account, outputs).
 //! - [`usage`]: resource usage from `/proc` (and the job's cgroup).
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
+//! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
 //! - [`run`]: the shell.
 
 pub mod cgroup;
+pub mod checkpoint;
 pub mod plan;
 pub mod run;
 pub mod usage;
