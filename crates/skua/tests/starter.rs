@@ -1266,6 +1266,15 @@ while :; do sleep 0.1; done"#,
     assert_eq!(commits.len(), 1, "{commits:?}");
     assert_eq!(commits[0].kind, CheckpointKind::Exit);
     assert_eq!(commits[0].number, 2);
+    // the job's own checkpoint: its files, not the used-up image
+    assert!(commits[0].files.iter().any(|f| f == "count"), "{commits:?}");
+    assert!(
+        !commits[0]
+            .files
+            .iter()
+            .any(|f| f.starts_with(".skua_criu_image")),
+        "{commits:?}"
+    );
     assert_eq!(w.returned("restored.txt"), b"restored 41\n");
     assert_eq!(w.returned("fresh.txt"), b"fresh\n");
     assert!(w.execute_is_empty());

@@ -156,6 +156,11 @@ impl Starter<'_> {
         );
         self.transparent.restoring = true;
         self.transparent.restore_copy = Some(copy);
+        // the image is used up: a later checkpoint of the job's own (a
+        // self-checkpoint of the restored job) does not carry it
+        let prefix = format!("{CRIU_IMAGE_DIR}/");
+        self.restored.retain(|n| !n.starts_with(&prefix));
+        let _ = std::fs::remove_dir_all(self.scratch.join(CRIU_IMAGE_DIR));
         Ok(Some(Running {
             child,
             pgid: Pid::from_raw(info.pid),
