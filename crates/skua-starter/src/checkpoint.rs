@@ -5,7 +5,7 @@
 //! or not at all; until the commit is acknowledged the previous one
 //! stays the job's.
 //!
-//! [`Starter::send_checkpoint`](crate::run) drives this with the job's
+//! `Starter::send_checkpoint` in [`mod@crate::run`] drives this with the job's
 //! lease and the starter's signals; this module holds the transfer and
 //! its errors.
 
@@ -128,12 +128,29 @@ fn classify(what: &str, e: skua_net::NetError) -> TransferError {
     }
 }
 
-/// Sends every file of `ckpt`, then its commit. Returns the bytes sent.
-pub async fn send(t: &Transfer, ckpt: &Checkpoint) -> Result<u64, TransferError> {
-    let mut bytes = 0u64;
-    for name in &ckpt.files {
-        bytes += send_file(t, ckpt.number, name).await?;
+/// How far a checkpoint's transfer went: tried again after the shadow
+/// was unreachable, it goes on from there (a file sent again replaces
+/// the staged copy, so the one cut halfway is simply sent again).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// The files the shadow acknowledged, in order.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Sends the files of `ckpt` not yet acknowledged (`progress`), then its
+/// commit. Returns the bytes of the checkpoint.
+pub async fn send(
+    t: &Transfer,
+    ckpt: &Checkpoint,
+    progress: &mut Progress,
+) -> Result<u64, TransferError> {
+    for name in ckpt.files.iter().skip(progress.files) {
+        progress.bytes += send_file(t, ckpt.number, name).await?;
+        progress.files += 1;
     }
+    let bytes = progress.bytes;
     let commit = CheckpointCommit {
         claim_id: t.claim_id.clone(),
         job_id: t.job_id.clone(),
@@ -217,4 +234,54 @@ pub fn missing_reason(path: &std::path::Path) -> String {
         "transferring checkpoint files failed: error reading from {}: (errno {ENOENT}) No such file or directory",
         path.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skua_proto::ErrorBody;
+
+    fn remote(code: ErrorCode, message: &str) -> skua_net::NetError {
+        skua_net::NetError::Remote {
+            endpoint: "<127.0.0.1:1>".into(),
+            status: code.http_status(),
+            body: ErrorBody::new(code, message),
+        }
+    }
+
+    #[test]
+    fn a_conflict_holds_an_unreachable_shadow_is_waited_for_and_the_rest_fails() {
+        match classify(
+            "sending checkpoint file state",
+            remote(ErrorCode::Conflict, "disk full"),
+        ) {
+            TransferError::Final(CheckpointError::Refused { reason, subcode }) => {
+                assert!(
+                    reason.contains("state") && reason.contains("disk full"),
+                    "{reason}"
+                );
+                assert_eq!(subcode, 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        for code in [ErrorCode::Unavailable, ErrorCode::Timeout] {
+            assert!(matches!(
+                classify("x", remote(code, "busy")),
+                TransferError::Unreachable(_)
+            ));
+        }
+        let timeout = skua_net::NetError::Timeout {
+            endpoint: "e".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(
+            classify("x", timeout),
+            TransferError::Unreachable(_)
+        ));
+        // the shadow no longer knows the run: the run fails, no hold
+        assert!(matches!(
+            classify("x", remote(ErrorCode::NotFound, "no such claim")),
+            TransferError::Final(CheckpointError::Failed(_))
+        ));
+    }
 }
