@@ -13,6 +13,7 @@ mod config_cmd;
 mod join_cmd;
 mod pool_cmd;
 mod q_fmt;
+mod q_source;
 mod queue_cmd;
 mod startd_cmd;
 mod status_fmt;
@@ -102,6 +103,11 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
             && s.as_bytes()[1].is_ascii_alphabetic()
         {
             let name = &s[1..];
+            if let Some(q) = af_qualifiers(name) {
+                out.push(format!("--af-qualifiers={q}").into());
+                out.push("--af".into());
+                continue;
+            }
             let mapped = match name {
                 "long" => "--long".to_string(),
                 other => format!("--{other}"),
@@ -112,6 +118,13 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
         }
     }
     out
+}
+
+/// The qualifiers of `-af:QUALIFIERS` / `-autoformat:QUALIFIERS` (without
+/// the leading dash), which clap cannot take as one option.
+fn af_qualifiers(name: &str) -> Option<&str> {
+    name.strip_prefix("af:")
+        .or_else(|| name.strip_prefix("autoformat:"))
 }
 
 /// Entry point of the `skua` binary.

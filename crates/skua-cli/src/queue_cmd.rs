@@ -9,15 +9,15 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use classad::ClassAd;
 use skua_proto::{
-    routes, JobAction, JobActionKind, JobActionReply, JobQuery, JobQueryReply, JobSelector,
-    SetAttribute,
+    routes, BatchRow, JobAction, JobActionKind, JobActionReply, JobQuery, JobQueryReply,
+    JobSelector, SetAttribute,
 };
 
 use crate::ad_output::{AdOutput, AdOutputArgs};
 use crate::pool_cmd::{
     client_at_address, client_for, collector_client, load_config, report, runtime,
 };
-use crate::q_fmt;
+use crate::{q_fmt, q_source};
 
 /// How long a queue command waits for the schedd.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -78,12 +78,19 @@ pub struct QArgs {
     /// One line per job instead of one per batch.
     #[arg(long)]
     nobatch: bool,
-    /// Held jobs with their hold reasons.
-    #[arg(long)]
+    /// Only held jobs, with their hold reasons.
+    #[arg(long, alias = "held")]
     hold: bool,
-    /// Running jobs with where they run.
+    /// Only running jobs (also suspended or transferring output), with
+    /// where they run.
     #[arg(long)]
     run: bool,
+    /// Only idle jobs, with what they ask for and where they last ran.
+    #[arg(long)]
+    idle: bool,
+    /// With -nobatch: DAG node jobs listed under their DAGMan job.
+    #[arg(long)]
+    dag: bool,
     /// Jobs of every user, not only yours.
     #[arg(long)]
     allusers: bool,
@@ -92,6 +99,20 @@ pub struct QArgs {
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
+    /// At most this many jobs.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Do not cut the table's lines to the terminal's width.
+    #[arg(long)]
+    wide: bool,
+    /// Read the jobs from this file of job ads (`-l` or `-json` output, or
+    /// a history file) instead of asking the schedd.
+    #[arg(long, value_name = "FILE", conflicts_with = "userlog")]
+    jobads: Option<std::path::PathBuf>,
+    /// Show the jobs of this job event log with their last status, without
+    /// asking the schedd.
+    #[arg(long, value_name = "FILE")]
+    userlog: Option<std::path::PathBuf>,
     /// Why the jobs do or do not match: each clause of their Requirements
     /// with how many slots satisfy it, and a summary of the pool's slots.
     #[arg(long = "better-analyze", alias = "analyze")]
@@ -136,7 +157,102 @@ const TABLE_ATTRS: &[&str] = &[
     "HoldReasonCode",
     "HoldReasonSubCode",
     "RemoteHost",
+    "JobUniverse",
+    "RequestCpus",
+    "RequestMemory",
+    "NumShadowStarts",
+    "LastRemoteHost",
+    "DAGManJobId",
+    "DAGNodeName",
 ];
+
+/// Which table `skua q` prints (condor_q's choice: `-totals`, then
+/// `-hold`, then batches unless `-nobatch`/`-run`/`-idle`, then `-dag`,
+/// `-run`, `-idle`, the job list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum View {
+    Totals,
+    Hold,
+    Batches,
+    Dag,
+    Run,
+    Idle,
+    Jobs,
+}
+
+impl View {
+    fn of(a: &QArgs) -> View {
+        if a.totals {
+            View::Totals
+        } else if a.hold {
+            View::Hold
+        } else if !(a.nobatch || a.run || a.idle) {
+            View::Batches
+        } else if a.dag {
+            View::Dag
+        } else if a.run {
+            View::Run
+        } else if a.idle {
+            View::Idle
+        } else {
+            View::Jobs
+        }
+    }
+
+    /// Whether the schedd's own batch summary serves this view.
+    fn uses_batches(self) -> bool {
+        matches!(self, View::Totals | View::Batches)
+    }
+}
+
+/// The constraint `-run`, `-hold` and `-idle` add (condor_q's), and-ed
+/// with the user's own.
+fn status_constraint(a: &QArgs) -> Result<Option<String>> {
+    if [a.run, a.hold, a.idle].iter().filter(|x| **x).count() > 1 {
+        bail!("-run and -hold/held or -idle are incompatible");
+    }
+    let by_status = if a.run {
+        Some("JobStatus == 2 || JobStatus == 6 || JobStatus == 7")
+    } else if a.hold {
+        Some("JobStatus == 5")
+    } else if a.idle {
+        Some("JobStatus == 1")
+    } else {
+        None
+    };
+    Ok(match (&a.constraint, by_status) {
+        (Some(c), Some(s)) => Some(format!("({c}) && ({s})")),
+        (Some(c), None) => Some(c.clone()),
+        (None, Some(s)) => Some(s.to_string()),
+        (None, None) => None,
+    })
+}
+
+/// The terminal's width when standard output is one (the table views are
+/// cut to it unless `-wide`, as condor_q does): `COLUMNS`, else 80;
+/// `None` for a pipe or file.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    Some(
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .filter(|w| *w > 0)
+            .unwrap_or(80),
+    )
+}
+
+/// A table view's text as printed: cut to the terminal's width unless
+/// `-wide` (or `-hold`, which condor_q never cuts).
+fn printed(text: String, a: &QArgs, view: View) -> String {
+    match terminal_width() {
+        Some(w) if !a.wide && view != View::Hold => q_fmt::fit_width(&text, w.saturating_sub(1)),
+        _ => text,
+    }
+}
 
 pub fn q(a: QArgs) -> ExitCode {
     report("q", q_inner(a))
@@ -144,41 +260,39 @@ pub fn q(a: QArgs) -> ExitCode {
 
 fn q_inner(a: QArgs) -> Result<ExitCode> {
     let user = current_user();
-    let mut selector = selector_of(&a.names, a.constraint.clone(), false)?;
+    let constraint = status_constraint(&a)?;
+    let mut selector = selector_of(&a.names, constraint, false)?;
+    let form = a.output.form().map_err(anyhow::Error::msg)?;
+    let view = View::of(&a);
+    if a.jobads.is_some() || a.userlog.is_some() {
+        return q_from_file(&a, selector, form, view, user);
+    }
     let only_mine = !a.allusers && selector.jobs.is_empty() && selector.owners.is_empty();
     if only_mine {
         selector.owners.push(user.clone());
     }
-    let form = a.output.chosen();
     let projection: Vec<String> = match &form {
-        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
-        Some(_) => Vec::new(),
+        Some(_) => a.output.projection(),
         None => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
     };
     let config = load_config()?;
-    let summary = form.is_none() && !(a.nobatch || a.hold || a.run);
+    let summary = form.is_none() && view.uses_batches() && a.limit.is_none();
+    let query = JobQuery {
+        selector,
+        projection: if summary { Vec::new() } else { projection },
+        limit: if summary { None } else { a.limit },
+        summary,
+    };
     if a.schedd.global || a.schedd.name.is_some() {
         if a.better_analyze && a.schedd.global {
             bail!("-better-analyze looks at one schedd: name it with -name");
         }
-        let query = JobQuery {
-            selector,
-            projection: if summary { Vec::new() } else { projection },
-            limit: None,
-            summary,
-        };
         return q_across(&a, &config, query, form, user, only_mine);
     }
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
     if a.better_analyze {
-        return better_analyze(&config, &client, selector, &user);
+        return better_analyze(&config, &client, query.selector, &user);
     }
-    let query = JobQuery {
-        selector,
-        projection: if summary { Vec::new() } else { projection },
-        limit: None,
-        summary,
-    };
     let reply: JobQueryReply =
         runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
     let ads = parse_ads(&reply.ads)?;
@@ -196,31 +310,154 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         utc_offset: utc_offset(now),
         user,
         only_mine,
+        label: None,
     };
-    print!("{}", q_section(&a, &reply, &ads, &all, &ctx));
+    let batches = schedd_batches(&reply, &ads, summary);
+    let text = q_section(view, &batches, &ads, Some(&all), &ctx);
+    print!("{}", printed(text, &a, view));
     Ok(ExitCode::SUCCESS)
 }
 
-/// One schedd's section of `skua q`'s table output: the header line, the
-/// table `a` asks for, the totals.
-fn q_section(
+/// The batch rows of a reply: the schedd's own summary, or made from the
+/// ads when the query was not a summary (`-limit`).
+fn schedd_batches(reply: &JobQueryReply, ads: &[ClassAd], summary: bool) -> Vec<BatchRow> {
+    if summary {
+        reply.batches.clone()
+    } else {
+        q_fmt::batches_of_ads(ads)
+    }
+}
+
+/// Whether `ad` is one of the jobs `sel` names (ids and owners; any job
+/// when it names none) and its constraint holds.
+fn selected(sel: &JobSelector, constraint: Option<&classad::Expr>, ad: &ClassAd, now: i64) -> bool {
+    let int = |n: &str| match ad.lookup(n) {
+        Some(classad::Expr::Lit(v)) => v.as_int(),
+        _ => None,
+    };
+    let (c, p) = (int("ClusterId"), int("ProcId"));
+    let by_id = sel.jobs.iter().any(|j| match j.split_once('.') {
+        Some((jc, jp)) => {
+            Some(jc) == c.map(|x| x.to_string()).as_deref()
+                && Some(jp) == p.map(|x| x.to_string()).as_deref()
+        }
+        None => Some(j.as_str()) == c.map(|x| x.to_string()).as_deref(),
+    });
+    let by_owner = ad_string(ad, "Owner").is_some_and(|o| sel.owners.contains(&o));
+    let named = (sel.jobs.is_empty() && sel.owners.is_empty()) || by_id || by_owner;
+    named
+        && constraint.is_none_or(|e| {
+            let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+            ev.eval(e, Some(ad), None).is_true()
+        })
+}
+
+/// The ads of `ads` that `sel` selects, in order, at most `limit`.
+fn select_ads(
+    ads: Vec<ClassAd>,
+    sel: &JobSelector,
+    limit: Option<usize>,
+    now: i64,
+) -> Result<Vec<ClassAd>> {
+    let constraint = sel
+        .constraint
+        .as_deref()
+        .map(classad::parse_expr)
+        .transpose()
+        .context("-constraint")?;
+    Ok(ads
+        .into_iter()
+        .filter(|ad| selected(sel, constraint.as_ref(), ad, now))
+        .take(limit.unwrap_or(usize::MAX))
+        .collect())
+}
+
+/// Reads a file the user named, with their own rights (the tool runs as
+/// the user).
+fn read_user_file(path: &std::path::Path, what: &str) -> Result<String> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
+    String::from_utf8(bytes).with_context(|| format!("{what} {} is not UTF-8 text", path.display()))
+}
+
+/// `skua q -jobads FILE` / `-userlog FILE`: the queue as the file has it,
+/// every job of it (no "only yours"), with the same views and filters.
+fn q_from_file(
     a: &QArgs,
-    reply: &JobQueryReply,
+    selector: JobSelector,
+    form: Option<AdOutput>,
+    view: View,
+    user: String,
+) -> Result<ExitCode> {
+    if a.better_analyze || a.schedd.global || a.schedd.name.is_some() {
+        bail!("-jobads and -userlog read a file: -better-analyze, -global and -name do not apply");
+    }
+    let now = skua_daemon::now_secs();
+    let offset = utc_offset(now);
+    let (ads, label) = match (&a.jobads, &a.userlog) {
+        (Some(path), _) => {
+            let text = read_user_file(path, "the job ads file")?;
+            let ads = q_source::parse_ads_file(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            (ads, format!("Jobads: {}", path.display()))
+        }
+        (None, Some(path)) => {
+            let text = read_user_file(path, "the user log")?;
+            let year = classad::time::broken_down(now, offset as i32).year;
+            let ads = q_source::ads_from_userlog(&text, offset, year)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            (ads, format!("Userlog: {}", path.display()))
+        }
+        (None, None) => bail!("name a file with -jobads or -userlog"),
+    };
+    let ads = select_ads(ads, &selector, a.limit, now)?;
+    if let Some(form) = form {
+        print!("{}", form.render(&ads, now));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = q_fmt::QContext {
+        schedd_name: String::new(),
+        schedd_addr: String::new(),
+        now,
+        utc_offset: offset,
+        user,
+        only_mine: false,
+        label: Some(label),
+    };
+    let batches = q_fmt::batches_of_ads(&ads);
+    let text = q_section(view, &batches, &ads, None, &ctx);
+    print!("{}", printed(text, a, view));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One schedd's (or file's) section of `skua q`'s table output: the
+/// header line, the table of `view`, the totals (which condor_q leaves
+/// out of `-run` and `-idle`).
+fn q_section(
+    view: View,
+    batches: &[BatchRow],
     ads: &[ClassAd],
-    all: &q_fmt::Totals,
+    all: Option<&q_fmt::Totals>,
     ctx: &q_fmt::QContext,
 ) -> String {
-    let all = Some(all);
-    if a.totals {
-        q_fmt::totals_lines(&q_fmt::Totals::of_batches(&reply.batches), all, ctx)
-    } else if a.hold {
-        q_fmt::format_held(ads, all, ctx)
-    } else if a.run {
-        q_fmt::format_running(ads, all, ctx)
-    } else if a.nobatch {
-        q_fmt::format_jobs(ads, all, ctx)
-    } else {
-        q_fmt::format_batches(&reply.batches, all, ctx)
+    match view {
+        View::Totals => {
+            let mut out = q_fmt::header(ctx);
+            out.push_str(&q_fmt::totals_lines(
+                &q_fmt::Totals::of_batches(batches),
+                all,
+                ctx,
+            ));
+            out
+        }
+        View::Hold => q_fmt::format_held(ads, all, ctx),
+        View::Batches => q_fmt::format_batches(batches, all, ctx),
+        View::Dag => q_fmt::format_dag(ads, all, ctx),
+        View::Run => q_fmt::format_running(ads, ctx),
+        View::Idle => q_fmt::format_idle(ads, ctx),
+        View::Jobs => q_fmt::format_jobs(ads, all, ctx),
     }
 }
 
@@ -376,8 +613,14 @@ fn q_across(
             utc_offset: utc_offset(now),
             user: user.clone(),
             only_mine,
+            label: None,
         };
-        print!("{}", q_section(a, &reply, &ads, &all, &ctx));
+        let view = View::of(a);
+        let batches = schedd_batches(&reply, &ads, query.summary);
+        print!(
+            "{}",
+            printed(q_section(view, &batches, &ads, Some(&all), &ctx), a, view)
+        );
     }
     if let Some(form) = form {
         print!("{}", form.render(&ads_of_all, skua_daemon::now_secs()));
@@ -568,11 +811,8 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
-    let form = a.output.chosen();
-    let projection = match &form {
-        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
-        _ => Vec::new(),
-    };
+    let form = a.output.form().map_err(anyhow::Error::msg)?;
+    let projection = a.output.projection();
     let config = load_config()?;
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
     let query = JobQuery {
