@@ -798,11 +798,87 @@ pub struct HistoryArgs {
     /// Only jobs for which this ClassAd expression is true.
     #[arg(long)]
     constraint: Option<String>,
-    /// At most this many jobs (newest first).
-    #[arg(long, visible_alias = "match")]
+    /// At most this many jobs (newest first, or oldest with -forwards).
+    #[arg(long, visible_alias = "match", value_name = "N")]
     limit: Option<usize>,
+    /// Oldest first (the default is newest first).
+    #[arg(long, conflicts_with = "backwards")]
+    forwards: bool,
+    /// Newest first (the default).
+    #[arg(long)]
+    backwards: bool,
+    /// Stop at this job (`C` or `C.P`), or at the first job for which this
+    /// ClassAd expression is true, reading newest first; that job and older
+    /// ones are not shown.
+    #[arg(long, value_name = "JOBID|EXPR")]
+    since: Option<String>,
+    /// Read this history file (HTCondor's history-file format, or ads as
+    /// `-l` or `-json` print them; oldest first in the file) instead of
+    /// asking the schedd.
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
     #[command(flatten)]
     output: AdOutputArgs,
+}
+
+/// Where `skua history -since` stops.
+#[derive(Clone, Debug, PartialEq)]
+enum Since {
+    Cluster(i64),
+    Job(i64, i64),
+    Expr(classad::Expr),
+}
+
+impl Since {
+    fn parse(s: &str) -> Result<Since> {
+        if let Ok(c) = s.parse::<i64>() {
+            return Ok(Since::Cluster(c));
+        }
+        if let Some((c, p)) = s.split_once('.') {
+            if let (Ok(c), Ok(p)) = (c.parse(), p.parse()) {
+                return Ok(Since::Job(c, p));
+            }
+        }
+        classad::parse_expr(s).map(Since::Expr).with_context(|| {
+            format!("-since {s:?} is neither a job id (C or C.P) nor a ClassAd expression")
+        })
+    }
+
+    fn reached(&self, ad: &ClassAd, ev: &mut classad::Evaluator) -> bool {
+        let int = |n: &str| match ad.lookup(n) {
+            Some(classad::Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        };
+        match self {
+            Since::Cluster(c) => int("ClusterId") == Some(*c),
+            Since::Job(c, p) => int("ClusterId") == Some(*c) && int("ProcId") == Some(*p),
+            Since::Expr(e) => ev.eval(e, Some(ad), None).is_true(),
+        }
+    }
+}
+
+/// The history as shown: `newest_first` ads cut at `since`, then in the
+/// order asked for, then at most `limit`.
+fn history_order(
+    newest_first: Vec<ClassAd>,
+    since: Option<&Since>,
+    forwards: bool,
+    limit: Option<usize>,
+    now: i64,
+) -> Vec<ClassAd> {
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+    let mut ads: Vec<ClassAd> = match since {
+        Some(s) => newest_first
+            .into_iter()
+            .take_while(|ad| !s.reached(ad, &mut ev))
+            .collect(),
+        None => newest_first,
+    };
+    if forwards {
+        ads.reverse();
+    }
+    ads.truncate(limit.unwrap_or(usize::MAX));
+    ads
 }
 
 pub fn history(a: HistoryArgs) -> ExitCode {
@@ -812,19 +888,39 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
     let form = a.output.form().map_err(anyhow::Error::msg)?;
-    let projection = a.output.projection();
-    let config = load_config()?;
-    let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
-    let query = JobQuery {
-        selector,
-        projection,
-        limit: a.limit,
-        summary: false,
-    };
-    let reply: JobQueryReply =
-        runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
-    let ads = parse_ads(&reply.ads)?;
+    let since = a.since.as_deref().map(Since::parse).transpose()?;
     let now = skua_daemon::now_secs();
+    let newest_first = match &a.file {
+        Some(path) => {
+            let text = read_user_file(path, "the history file")?;
+            let mut ads = q_source::parse_ads_file(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            ads.reverse();
+            select_ads(ads, &selector, None, now)?
+        }
+        None => {
+            // the schedd answers newest first: it can apply the limit only
+            // when nothing else decides which jobs are shown
+            let whole = since.is_some() || a.forwards;
+            let mut projection = a.output.projection();
+            if !projection.is_empty() && since.is_some() {
+                projection.clear(); // -since may look at any attribute
+            }
+            let config = load_config()?;
+            let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+            let query = JobQuery {
+                selector,
+                projection,
+                limit: if whole { None } else { a.limit },
+                summary: false,
+            };
+            let reply: JobQueryReply =
+                runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
+            parse_ads(&reply.ads)?
+        }
+    };
+    let ads = history_order(newest_first, since.as_ref(), a.forwards, a.limit, now);
     let out = match form {
         Some(form) => form.render(&ads, now),
         None => q_fmt::format_history(&ads, utc_offset(now)),
@@ -1010,6 +1106,120 @@ mod tests {
             shown_address("<10.0.0.5:9618?sock=schedd>"),
             "<10.0.0.5:9618?...>"
         );
+    }
+
+    fn hist(ids: &[(i64, i64)]) -> Vec<ClassAd> {
+        ids.iter()
+            .map(|(c, p)| {
+                classad::parse_ad(&format!(
+                    "[ ClusterId = {c}; ProcId = {p}; ExitCode = {p} ]"
+                ))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn ids(ads: &[ClassAd]) -> Vec<String> {
+        ads.iter()
+            .map(|a| {
+                let int = |n: &str| match a.lookup(n) {
+                    Some(classad::Expr::Lit(v)) => v.as_int().unwrap_or(-1),
+                    _ => -1,
+                };
+                format!("{}.{}", int("ClusterId"), int("ProcId"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn history_since_forwards_and_match() {
+        // newest first, as the schedd answers
+        let newest = || hist(&[(4, 1), (4, 0), (3, 0), (2, 0), (1, 0)]);
+        assert_eq!(
+            ids(&history_order(newest(), None, false, Some(2), 0)),
+            ["4.1", "4.0"]
+        );
+        assert_eq!(
+            ids(&history_order(newest(), None, true, Some(2), 0)),
+            ["1.0", "2.0"]
+        );
+        let since = Since::parse("3.0").unwrap();
+        assert_eq!(since, Since::Job(3, 0));
+        assert_eq!(
+            ids(&history_order(newest(), Some(&since), false, None, 0)),
+            ["4.1", "4.0"]
+        );
+        assert_eq!(
+            ids(&history_order(newest(), Some(&since), true, None, 0)),
+            ["4.0", "4.1"]
+        );
+        let cluster = Since::parse("4").unwrap();
+        assert!(history_order(newest(), Some(&cluster), false, None, 0).is_empty());
+        let expr = Since::parse("ExitCode == 0 && ClusterId < 4").unwrap();
+        assert_eq!(
+            ids(&history_order(newest(), Some(&expr), false, None, 0)),
+            ["4.1", "4.0"]
+        );
+        assert!(Since::parse("3.0 +").is_err());
+    }
+
+    #[test]
+    fn file_ads_are_selected_by_id_owner_and_constraint() {
+        let ads = || {
+            vec![
+                classad::parse_ad("[ ClusterId = 1; ProcId = 0; Owner = \"ann\"; JobStatus = 1 ]")
+                    .unwrap(),
+                classad::parse_ad("[ ClusterId = 1; ProcId = 1; Owner = \"ann\"; JobStatus = 2 ]")
+                    .unwrap(),
+                classad::parse_ad("[ ClusterId = 2; ProcId = 0; Owner = \"bob\"; JobStatus = 2 ]")
+                    .unwrap(),
+            ]
+        };
+        let sel = |names: &[&str], c: Option<&str>| {
+            let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            selector_of(&names, c.map(String::from), false).unwrap()
+        };
+        let pick = |s: JobSelector, limit| ids(&select_ads(ads(), &s, limit, 0).unwrap());
+        assert_eq!(pick(sel(&[], None), None), ["1.0", "1.1", "2.0"]);
+        assert_eq!(pick(sel(&["1"], None), None), ["1.0", "1.1"]);
+        assert_eq!(pick(sel(&["1.1", "bob"], None), None), ["1.1", "2.0"]);
+        assert_eq!(pick(sel(&[], Some("JobStatus == 2")), Some(1)), ["1.1"]);
+    }
+
+    #[test]
+    fn run_hold_and_idle_are_constraints_and_exclude_each_other() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            q: QArgs,
+        }
+        let q = |args: &[&str]| {
+            let mut v = vec!["q"];
+            v.extend_from_slice(args);
+            Cli::try_parse_from(v).unwrap().q
+        };
+        assert_eq!(
+            status_constraint(&q(&["--run"])).unwrap().as_deref(),
+            Some("JobStatus == 2 || JobStatus == 6 || JobStatus == 7")
+        );
+        assert_eq!(
+            status_constraint(&q(&["--idle", "--constraint", "Owner == \"a\""]))
+                .unwrap()
+                .as_deref(),
+            Some("(Owner == \"a\") && (JobStatus == 1)")
+        );
+        assert_eq!(
+            status_constraint(&q(&["--held"])).unwrap().as_deref(),
+            Some("JobStatus == 5")
+        );
+        let e = status_constraint(&q(&["--run", "--hold"])).unwrap_err();
+        assert!(e.to_string().contains("incompatible"), "{e}");
+        assert_eq!(View::of(&q(&["--run"])), View::Run);
+        assert_eq!(View::of(&q(&["--dag"])), View::Batches);
+        assert_eq!(View::of(&q(&["--dag", "--nobatch"])), View::Dag);
+        assert_eq!(View::of(&q(&["--totals", "--hold"])), View::Totals);
+        assert_eq!(View::of(&q(&["--idle"])), View::Idle);
     }
 
     #[test]
