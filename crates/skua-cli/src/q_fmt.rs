@@ -269,7 +269,7 @@ pub fn format_jobs(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
             "{:>6}.{:<3} {:<14} {:>11} {:>12} {:<2} {:<3} {:<7.1} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
             duration(run_time(ad, ctx.now)),
             st,
@@ -296,7 +296,7 @@ pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
             "{:>6}.{:<3} {:<14} {:>11} {:>5} {:>4} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "EnteredCurrentStatus").unwrap_or(0), ctx.utc_offset),
             int(ad, "HoldReasonCode").unwrap_or(0),
             int(ad, "HoldReasonSubCode").unwrap_or(0),
@@ -335,6 +335,13 @@ pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
     out
 }
 
+/// An attribute evaluated in its ad (requests may be expressions), as a
+/// whole number.
+fn evaluated_int(ad: &ClassAd, name: &str) -> Option<i64> {
+    let v = classad::Evaluator::default().eval_attr(name, ad, None);
+    v.as_int().or_else(|| v.as_real().map(|r| r as i64))
+}
+
 /// condor_q's name of a `JobUniverse` code.
 fn universe_name(code: Option<i64>) -> String {
     match code {
@@ -367,8 +374,8 @@ pub fn format_idle(ads: &[ClassAd], ctx: &QContext) -> String {
             p,
             owner(ad),
             universe_name(int(ad, "JobUniverse")),
-            int(ad, "RequestCpus").unwrap_or(1),
-            int(ad, "RequestMemory").map_or_else(|| "??".into(), |m| m.to_string()),
+            evaluated_int(ad, "RequestCpus").unwrap_or(1),
+            evaluated_int(ad, "RequestMemory").map_or_else(|| "??".into(), |m| m.to_string()),
             int(ad, "NumShadowStarts").unwrap_or(0),
             string(ad, "LastRemoteHost").unwrap_or_default()
         );
@@ -548,7 +555,7 @@ pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
             "{:>6}.{:<3} {:<12} {:>11} {:>12} {:<2} {:>11} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "QDate").unwrap_or(0), utc_offset),
             duration(real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64),
             status_letter(status(ad)),
