@@ -312,3 +312,44 @@ fn history_reads_forwards_since_and_from_a_file() {
         ["2", "0"]
     );
 }
+
+#[test]
+fn dag_nodes_are_listed_under_their_dagman_job() {
+    let pool = job_pool("qdag", "1", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let sub = "executable = /bin/sleep\narguments = 300\nrequest_disk = 1024\nhold = true\n";
+    let dagman = pool.submit_job(&work, &format!("{sub}queue\n"));
+    let other = pool.submit_job(&work, &format!("{sub}queue\n"));
+    let node = pool.submit_job(
+        &work,
+        &format!("{sub}+DAGManJobId = {dagman}\n+DAGNodeName = \"NodeB\"\nqueue\n"),
+    );
+    let out = pool.ok(&["q", "-allusers", "-dag", "-nobatch"]);
+    assert!(
+        out.contains(" ID        OWNER/NODENAME      SUBMITTED"),
+        "{out}"
+    );
+    let ids: Vec<(String, String)> = out
+        .lines()
+        .filter(|l| l.contains(" H "))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next().unwrap().to_string(), w.next().unwrap().to_string())
+        })
+        .collect();
+    let owner = pool.ok(&["q", "-allusers", "-af", "Owner"]);
+    let owner = owner.lines().next().unwrap().to_string();
+    assert_eq!(
+        ids,
+        [
+            (format!("{dagman}.0"), owner.clone()),
+            (format!("{node}.0"), "|-NodeB".to_string()),
+            (format!("{other}.0"), owner),
+        ],
+        "{out}"
+    );
+    // without -nobatch, -dag is the batch summary (as condor_q)
+    let batch = pool.ok(&["q", "-allusers", "-dag"]);
+    assert!(batch.contains("BATCH_NAME"), "{batch}");
+}
