@@ -12,6 +12,7 @@ mod classad_cmd;
 mod config_cmd;
 mod join_cmd;
 mod pool_cmd;
+mod print_fmt;
 mod q_fmt;
 mod q_source;
 mod queue_cmd;
@@ -103,7 +104,12 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
             && s.as_bytes()[1].is_ascii_alphabetic()
         {
             let name = &s[1..];
-            if let Some(q) = af_qualifiers(name) {
+            // `-af:QUALIFIERS` / `-autoformat:QUALIFIERS`, which clap
+            // cannot take as one option
+            if let Some(q) = name
+                .strip_prefix("af:")
+                .or_else(|| name.strip_prefix("autoformat:"))
+            {
                 out.push(format!("--af-qualifiers={q}").into());
                 out.push("--af".into());
                 continue;
@@ -118,13 +124,6 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
         }
     }
     out
-}
-
-/// The qualifiers of `-af:QUALIFIERS` / `-autoformat:QUALIFIERS` (without
-/// the leading dash), which clap cannot take as one option.
-fn af_qualifiers(name: &str) -> Option<&str> {
-    name.strip_prefix("af:")
-        .or_else(|| name.strip_prefix("autoformat:"))
 }
 
 /// Entry point of the `skua` binary.

@@ -17,6 +17,7 @@ use crate::ad_output::{AdOutput, AdOutputArgs};
 use crate::pool_cmd::{
     client_at_address, client_for, collector_client, load_config, report, runtime,
 };
+use crate::print_fmt::{self, AfOptions};
 use crate::{q_fmt, q_source};
 
 /// How long a queue command waits for the schedd.
@@ -66,6 +67,74 @@ fn parse_ads(texts: &[String]) -> Result<Vec<ClassAd>> {
         .collect()
 }
 
+/// How `skua q` and `skua history` print the ads instead of their table.
+#[derive(Clone, Debug)]
+enum Form {
+    /// `-json` or `-l`.
+    Whole(AdOutput),
+    /// `-af[:QUALIFIERS] ATTR...`.
+    Af(Vec<String>, AfOptions),
+    /// `-format FMT ATTR` pairs.
+    Format(Vec<(String, String)>),
+}
+
+impl Form {
+    /// The form the flags ask for, in HTCondor's order (`-json`, `-l`,
+    /// then `-format` or `-af`, which do not mix here); `None` for the
+    /// command's table.
+    fn of(output: &AdOutputArgs, format: &[String]) -> Result<Option<Form>> {
+        if let Some(form @ (AdOutput::Json | AdOutput::Long)) = output.chosen() {
+            return Ok(Some(Form::Whole(form)));
+        }
+        if !format.is_empty() {
+            if !output.af.is_empty() {
+                bail!("use -format or -af, not both");
+            }
+            let pairs = format
+                .chunks(2)
+                .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+                .collect();
+            return Ok(Some(Form::Format(pairs)));
+        }
+        if output.af.is_empty() {
+            return Ok(None);
+        }
+        let opts = AfOptions::parse(output.af_qualifiers.as_deref().unwrap_or(""))
+            .map_err(anyhow::Error::msg)?;
+        Ok(Some(Form::Af(output.af.clone(), opts)))
+    }
+
+    fn render(&self, ads: &[ClassAd], now: i64) -> String {
+        match self {
+            Form::Whole(form) => form.render(ads, now),
+            Form::Af(attrs, opts) => print_fmt::format_autoformat_with(ads, attrs, opts, now),
+            Form::Format(pairs) => print_fmt::format_custom(ads, pairs, now),
+        }
+    }
+
+    /// The attributes the schedd must send for this form (empty: whole
+    /// ads, which an expression's attributes need).
+    fn projection(&self) -> Vec<String> {
+        let plain = |a: &String| {
+            let mut c = a.chars();
+            c.next()
+                .is_some_and(|x| x.is_ascii_alphabetic() || x == '_')
+                && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+        };
+        let mut attrs: Vec<String> = match self {
+            Form::Whole(_) => return Vec::new(),
+            Form::Af(attrs, _) => attrs.clone(),
+            Form::Format(pairs) => pairs.iter().map(|(_, a)| a.clone()).collect(),
+        };
+        if !attrs.iter().all(plain) {
+            return Vec::new();
+        }
+        attrs.push("ClusterId".into());
+        attrs.push("ProcId".into());
+        attrs
+    }
+}
+
 // ----- skua q ---------------------------------------------------------------
 
 #[derive(clap::Args)]
@@ -96,6 +165,17 @@ pub struct QArgs {
     allusers: bool,
     #[command(flatten)]
     output: AdOutputArgs,
+    /// A printf-style format for an attribute (repeatable, applied in
+    /// order, with no newline but the formats' own: `-format "%d\n" ProcId`).
+    #[arg(
+        short = 'f',
+        long = "format",
+        num_args = 2,
+        value_names = ["FMT", "ATTR"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    format: Vec<String>,
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
@@ -262,7 +342,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     let user = current_user();
     let constraint = status_constraint(&a)?;
     let mut selector = selector_of(&a.names, constraint, false)?;
-    let form = a.output.form().map_err(anyhow::Error::msg)?;
+    let form = Form::of(&a.output, &a.format)?;
     let view = View::of(&a);
     if a.jobads.is_some() || a.userlog.is_some() {
         return q_from_file(&a, selector, form, view, user);
@@ -272,7 +352,7 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         selector.owners.push(user.clone());
     }
     let projection: Vec<String> = match &form {
-        Some(_) => a.output.projection(),
+        Some(f) => f.projection(),
         None => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
     };
     let config = load_config()?;
@@ -385,7 +465,7 @@ fn read_user_file(path: &std::path::Path, what: &str) -> Result<String> {
 fn q_from_file(
     a: &QArgs,
     selector: JobSelector,
-    form: Option<AdOutput>,
+    form: Option<Form>,
     view: View,
     user: String,
 ) -> Result<ExitCode> {
@@ -559,7 +639,7 @@ fn q_across(
     a: &QArgs,
     config: &skua_config::Config,
     query: JobQuery,
-    form: Option<AdOutput>,
+    form: Option<Form>,
     user: String,
     only_mine: bool,
 ) -> Result<ExitCode> {
@@ -819,6 +899,17 @@ pub struct HistoryArgs {
     file: Option<std::path::PathBuf>,
     #[command(flatten)]
     output: AdOutputArgs,
+    /// A printf-style format for an attribute (repeatable, applied in
+    /// order, with no newline but the formats' own: `-format "%d\n" ProcId`).
+    #[arg(
+        short = 'f',
+        long = "format",
+        num_args = 2,
+        value_names = ["FMT", "ATTR"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    format: Vec<String>,
 }
 
 /// Where `skua history -since` stops.
@@ -887,7 +978,7 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
-    let form = a.output.form().map_err(anyhow::Error::msg)?;
+    let form = Form::of(&a.output, &a.format)?;
     let since = a.since.as_deref().map(Since::parse).transpose()?;
     let now = skua_daemon::now_secs();
     let newest_first = match &a.file {
@@ -903,10 +994,11 @@ fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
             // the schedd answers newest first: it can apply the limit only
             // when nothing else decides which jobs are shown
             let whole = since.is_some() || a.forwards;
-            let mut projection = a.output.projection();
-            if !projection.is_empty() && since.is_some() {
-                projection.clear(); // -since may look at any attribute
-            }
+            // -since may look at any attribute
+            let projection = match (&form, &since) {
+                (Some(f), None) => f.projection(),
+                _ => Vec::new(),
+            };
             let config = load_config()?;
             let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
             let query = JobQuery {
