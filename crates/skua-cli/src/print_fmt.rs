@@ -30,8 +30,9 @@ pub struct AfOptions {
 }
 
 impl AfOptions {
-    /// Parses the qualifiers after `-af:` (later ones win where two
-    /// exclude each other: `l`/`h`, `n`/`,`).
+    /// Parses the qualifiers after `-af:`; an unknown one, or `l` with
+    /// `h` or `n` with `,` (which exclude each other), is an error naming
+    /// it.
     pub fn parse(q: &str) -> Result<AfOptions, String> {
         let mut o = AfOptions {
             prefix: " ",
@@ -39,17 +40,21 @@ impl AfOptions {
         };
         for c in q.chars() {
             match c {
-                'h' => {
-                    o.headings = true;
-                    o.labels = false;
-                }
-                'l' => {
-                    o.labels = true;
-                    o.headings = false;
-                }
+                'h' => o.headings = true,
+                'l' => o.labels = true,
                 'j' => o.job_id = true,
-                'n' => o.suffix = Some("\n"),
-                ',' => o.suffix = Some(","),
+                'n' => {
+                    if o.suffix == Some(",") {
+                        return Err(format!("-af:{q}: `n` and `,` exclude each other"));
+                    }
+                    o.suffix = Some("\n")
+                }
+                ',' => {
+                    if o.suffix == Some("\n") {
+                        return Err(format!("-af:{q}: `n` and `,` exclude each other"));
+                    }
+                    o.suffix = Some(",")
+                }
                 't' => o.prefix = "\t",
                 'g' => {
                     o.prefix = "";
@@ -57,12 +62,20 @@ impl AfOptions {
                 }
                 'V' => o.quoted = true,
                 'r' | 'o' => o.raw = true,
+                'T' | 'Y' => {
+                    return Err(format!(
+                        "-af:{q}: the qualifier `{c}` (time formats) is not supported"
+                    ))
+                }
                 other => {
                     return Err(format!(
                         "-af:{q}: unknown qualifier `{other}` (known: h j l n , t g V r o)"
                     ))
                 }
             }
+        }
+        if o.labels && o.headings {
+            return Err(format!("-af:{q}: `l` and `h` exclude each other"));
         }
         Ok(o)
     }
@@ -525,9 +538,9 @@ mod tests {
         let e = ad("A = B + 1\nB = 2\n");
         assert_eq!(af("r", std::slice::from_ref(&e), &["A"]), "B + 1\n");
         assert_eq!(af("", std::slice::from_ref(&e), &["A"]), "3\n");
-        // h and l exclude each other: the later wins
-        assert!(!AfOptions::parse("hl").unwrap().headings);
-        assert!(AfOptions::parse("lh").unwrap().headings);
+        // h and l, n and , exclude each other
+        assert!(AfOptions::parse("hl").is_err());
+        assert!(AfOptions::parse("n,").is_err());
         // a long expression is headed (expr)
         assert_eq!(
             af("h", &j[..1], &["ifThenElse(JobStatus == 2, 1, 0)"]),
