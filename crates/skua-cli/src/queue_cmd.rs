@@ -373,9 +373,15 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     if a.better_analyze {
         return better_analyze(&config, &client, query.selector, &user);
     }
-    let reply: JobQueryReply =
-        runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
-    let ads = parse_ads(&reply.ads)?;
+    let rt = runtime()?;
+    let reply: JobQueryReply = rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
+    let mut ads = parse_ads(&reply.ads)?;
+    if let Some(nodes) = dag_nodes_query(&a, &query) {
+        // condor_q -dag C: the jobs of DAG C as well
+        let more: JobQueryReply =
+            rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&nodes)))?;
+        add_new_jobs(&mut ads, parse_ads(&more.ads)?);
+    }
     let now = skua_daemon::now_secs();
     if let Some(form) = form {
         print!("{}", form.render(&ads, now));
@@ -396,6 +402,54 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
     let text = q_section(view, &batches, &ads, Some(&all), &ctx);
     print!("{}", printed(text, &a, view));
     Ok(ExitCode::SUCCESS)
+}
+
+/// With `-dag -nobatch` and clusters named (`skua q -dag 20`), the query
+/// for the node jobs of those DAGs (`DAGManJobId` one of them), under the
+/// same status constraint, as condor_q adds them.
+fn dag_nodes_query(a: &QArgs, query: &JobQuery) -> Option<JobQuery> {
+    if View::of(a) != View::Dag || query.summary {
+        return None;
+    }
+    let clusters: Vec<&str> = query
+        .selector
+        .jobs
+        .iter()
+        .filter(|j| !j.contains('.'))
+        .map(String::as_str)
+        .collect();
+    if clusters.is_empty() {
+        return None;
+    }
+    let dags = clusters
+        .iter()
+        .map(|c| format!("DAGManJobId == {c}"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    let constraint = match &query.selector.constraint {
+        Some(c) => format!("({c}) && ({dags})"),
+        None => dags,
+    };
+    Some(JobQuery {
+        selector: JobSelector {
+            constraint: Some(constraint),
+            ..JobSelector::default()
+        },
+        ..query.clone()
+    })
+}
+
+/// Appends the ads of `more` whose job is not in `ads` yet.
+fn add_new_jobs(ads: &mut Vec<ClassAd>, more: Vec<ClassAd>) {
+    let id = |ad: &ClassAd| {
+        let int = |n: &str| match ad.lookup(n) {
+            Some(classad::Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        };
+        (int("ClusterId"), int("ProcId"))
+    };
+    let have: std::collections::HashSet<_> = ads.iter().map(id).collect();
+    ads.extend(more.into_iter().filter(|ad| !have.contains(&id(ad))));
 }
 
 /// The batch rows of a reply: the schedd's own summary, or made from the

@@ -349,6 +349,11 @@ fn dag_nodes_are_listed_under_their_dagman_job() {
         ],
         "{out}"
     );
+    // naming the DAGMan job's cluster brings its nodes along
+    let named = pool.ok(&["q", "-dag", "-nobatch", &dagman]);
+    let rows: Vec<&str> = named.lines().filter(|l| l.contains(" H ")).collect();
+    assert_eq!(rows.len(), 2, "{named}");
+    assert!(rows[1].contains("|-NodeB"), "{named}");
     // without -nobatch, -dag is the batch summary (as condor_q)
     let batch = pool.ok(&["q", "-allusers", "-dag"]);
     assert!(batch.contains("BATCH_NAME"), "{batch}");
