@@ -464,7 +464,12 @@ fn schedd_batches(reply: &JobQueryReply, ads: &[ClassAd], summary: bool) -> Vec<
 
 /// Whether `ad` is one of the jobs `sel` names (ids and owners; any job
 /// when it names none) and its constraint holds.
-fn selected(sel: &JobSelector, constraint: Option<&classad::Expr>, ad: &ClassAd, now: i64) -> bool {
+fn selected(
+    sel: &JobSelector,
+    constraint: Option<&classad::Expr>,
+    ad: &ClassAd,
+    ev: &mut classad::Evaluator,
+) -> bool {
     let int = |n: &str| match ad.lookup(n) {
         Some(classad::Expr::Lit(v)) => v.as_int(),
         _ => None,
@@ -479,11 +484,7 @@ fn selected(sel: &JobSelector, constraint: Option<&classad::Expr>, ad: &ClassAd,
     });
     let by_owner = ad_string(ad, "Owner").is_some_and(|o| sel.owners.contains(&o));
     let named = (sel.jobs.is_empty() && sel.owners.is_empty()) || by_id || by_owner;
-    named
-        && constraint.is_none_or(|e| {
-            let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
-            ev.eval(e, Some(ad), None).is_true()
-        })
+    named && constraint.is_none_or(|e| ev.eval(e, Some(ad), None).is_true())
 }
 
 /// The ads of `ads` that `sel` selects, in order, at most `limit`.
@@ -499,9 +500,10 @@ fn select_ads(
         .map(classad::parse_expr)
         .transpose()
         .context("-constraint")?;
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
     Ok(ads
         .into_iter()
-        .filter(|ad| selected(sel, constraint.as_ref(), ad, now))
+        .filter(|ad| selected(sel, constraint.as_ref(), ad, &mut ev))
         .take(limit.unwrap_or(usize::MAX))
         .collect())
 }
