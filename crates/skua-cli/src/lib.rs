@@ -13,7 +13,9 @@ mod config_cmd;
 mod evicted_cmd;
 mod join_cmd;
 mod pool_cmd;
+mod print_fmt;
 mod q_fmt;
+mod q_source;
 mod queue_cmd;
 mod startd_cmd;
 mod status_fmt;
@@ -106,6 +108,16 @@ fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
             && s.as_bytes()[1].is_ascii_alphabetic()
         {
             let name = &s[1..];
+            // `-af:QUALIFIERS` / `-autoformat:QUALIFIERS`, which clap
+            // cannot take as one option
+            if let Some(q) = name
+                .strip_prefix("af:")
+                .or_else(|| name.strip_prefix("autoformat:"))
+            {
+                out.push(format!("--af-qualifiers={q}").into());
+                out.push("--af".into());
+                continue;
+            }
             let mapped = match name {
                 "long" => "--long".to_string(),
                 other => format!("--{other}"),

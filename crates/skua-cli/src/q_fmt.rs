@@ -25,6 +25,9 @@ pub struct QContext {
     pub user: String,
     /// Whether the query was limited to `user`'s jobs.
     pub only_mine: bool,
+    /// The header's source instead of the schedd (`Userlog: FILE`,
+    /// `Jobads: FILE`), printed without a time.
+    pub label: Option<String>,
 }
 
 fn lit<'a>(ad: &'a ClassAd, name: &str) -> Option<&'a Value> {
@@ -55,6 +58,11 @@ fn job_id(ad: &ClassAd) -> (i64, i64) {
         int(ad, "ClusterId").unwrap_or(0),
         int(ad, "ProcId").unwrap_or(0),
     )
+}
+
+/// The owner, `??` when the ad has none (a queue read from a user log).
+fn owner(ad: &ClassAd) -> String {
+    string(ad, "Owner").unwrap_or_else(|| "??".into())
 }
 
 /// `MM/DD HH:MM` in local time.
@@ -101,7 +109,10 @@ fn cmd_line(ad: &ClassAd) -> String {
     }
 }
 
-fn header(ctx: &QContext) -> String {
+pub fn header(ctx: &QContext) -> String {
+    if let Some(label) = &ctx.label {
+        return format!("\n\n-- {label}\n");
+    }
     format!(
         "\n\n-- Schedd: {} : {} @ {}\n",
         ctx.schedd_name,
@@ -258,7 +269,7 @@ pub fn format_jobs(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
             "{:>6}.{:<3} {:<14} {:>11} {:>12} {:<2} {:<3} {:<7.1} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
             duration(run_time(ad, ctx.now)),
             st,
@@ -285,7 +296,7 @@ pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
             "{:>6}.{:<3} {:<14} {:>11} {:>5} {:>4} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "EnteredCurrentStatus").unwrap_or(0), ctx.utc_offset),
             int(ad, "HoldReasonCode").unwrap_or(0),
             int(ad, "HoldReasonSubCode").unwrap_or(0),
@@ -296,14 +307,18 @@ pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
     out
 }
 
-/// `-run`: running jobs with where.
-pub fn format_running(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+/// `-run`: running jobs (also transferring output or suspended, as
+/// condor_q's `-run` selects them) with where; no totals (condor_q prints
+/// none for this view).
+pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
     let mut out = header(ctx);
     out.push_str(" ID        OWNER            SUBMITTED     RUN_TIME HOST(S)\n");
-    for ad in sorted(ads)
-        .into_iter()
-        .filter(|a| status(a) == Some(JobStatus::Running))
-    {
+    for ad in sorted(ads).into_iter().filter(|a| {
+        matches!(
+            status(a),
+            Some(JobStatus::Running | JobStatus::TransferringOutput | JobStatus::Suspended)
+        )
+    }) {
         let (c, p) = job_id(ad);
         let host = string(ad, "RemoteHost").unwrap_or_default();
         let _ = writeln!(
@@ -311,13 +326,217 @@ pub fn format_running(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> 
             "{:>6}.{:<3} {:<14} {:>11} {:>12} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
             duration(run_time(ad, ctx.now)),
             host
         );
     }
+    out
+}
+
+/// An attribute evaluated in its ad (requests may be expressions), as a
+/// whole number.
+fn evaluated_int(ad: &ClassAd, name: &str) -> Option<i64> {
+    let v = classad::Evaluator::default().eval_attr(name, ad, None);
+    v.as_int().or_else(|| v.as_real().map(|r| r as i64))
+}
+
+/// condor_q's name of a `JobUniverse` code.
+fn universe_name(code: Option<i64>) -> String {
+    match code {
+        Some(5) => "vanilla".into(),
+        Some(7) => "scheduler".into(),
+        Some(12) => "local".into(),
+        Some(1) => "standard".into(),
+        Some(9) => "grid".into(),
+        Some(10) => "java".into(),
+        Some(11) => "parallel".into(),
+        Some(13) => "vm".into(),
+        Some(c) => c.to_string(),
+        None => "??".into(),
+    }
+}
+
+/// `-idle`: idle jobs with what they ask for, how often they started and
+/// where they last ran; no totals (as condor_q).
+pub fn format_idle(ads: &[ClassAd], ctx: &QContext) -> String {
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER          UNIVERSE  CPUS MEMORY STARTS LAST_HOST\n");
+    for ad in sorted(ads)
+        .into_iter()
+        .filter(|a| status(a) == Some(JobStatus::Idle))
+    {
+        let (c, p) = job_id(ad);
+        let line = format!(
+            "{:>6}.{:<3} {:<14} {:<9} {:>4} {:>6} {:>6} {}",
+            c,
+            p,
+            owner(ad),
+            universe_name(int(ad, "JobUniverse")),
+            evaluated_int(ad, "RequestCpus").unwrap_or(1),
+            evaluated_int(ad, "RequestMemory").map_or_else(|| "??".into(), |m| m.to_string()),
+            int(ad, "NumShadowStarts").unwrap_or(0),
+            string(ad, "LastRemoteHost").unwrap_or_default()
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The DAGMan job a node job belongs to (`DAGManJobId`, an integer or an
+/// old `"C.P"` string).
+fn dagman_id(ad: &ClassAd) -> Option<i64> {
+    match lit(ad, "DAGManJobId")? {
+        Value::Int(i) => Some(*i),
+        v => v
+            .as_string()
+            .and_then(|s| s.split('.').next().and_then(|c| c.parse().ok())),
+    }
+}
+
+/// `-dag -nobatch`: one line per job, each DAG's node jobs right under
+/// their DAGMan job, named ` |-NODE` in the `OWNER/NODENAME` column (one
+/// more space per level of nested DAGs). Jobs whose DAGMan job is not in
+/// the listing are shown as ordinary jobs; without DAG jobs this is the
+/// `-nobatch` view with a wider owner column.
+pub fn format_dag(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    use std::collections::{BTreeMap, HashMap};
+    let jobs = sorted(ads);
+    let clusters: std::collections::HashSet<i64> = jobs.iter().map(|a| job_id(a).0).collect();
+    let mut children: HashMap<i64, Vec<&ClassAd>> = HashMap::new();
+    let mut roots: BTreeMap<(i64, i64), &ClassAd> = BTreeMap::new();
+    for ad in &jobs {
+        match dagman_id(ad) {
+            Some(d) if clusters.contains(&d) && d != job_id(ad).0 => {
+                children.entry(d).or_default().push(ad)
+            }
+            _ => {
+                roots.insert(job_id(ad), ad);
+            }
+        }
+    }
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER/NODENAME      SUBMITTED     RUN_TIME ST PRI SIZE    CMD\n");
+    fn emit<'a>(
+        ad: &'a ClassAd,
+        depth: usize,
+        children: &std::collections::HashMap<i64, Vec<&'a ClassAd>>,
+        done: &mut std::collections::HashSet<i64>,
+        ctx: &QContext,
+        out: &mut String,
+    ) {
+        let (c, p) = job_id(ad);
+        let name = if depth == 0 {
+            owner(ad)
+        } else {
+            format!(
+                "{}|-{}",
+                " ".repeat(depth),
+                string(ad, "DAGNodeName").unwrap_or_default()
+            )
+        };
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<17} {:>11} {:>12} {:<2} {:<3} {:<7.1} {}",
+            c,
+            p,
+            name,
+            short_date(int(ad, "QDate").unwrap_or(0), ctx.utc_offset),
+            duration(run_time(ad, ctx.now)),
+            status_letter(status(ad)),
+            int(ad, "JobPrio").unwrap_or(0),
+            real(ad, "ImageSize").unwrap_or(0.0) / 1024.0,
+            cmd_line(ad)
+        );
+        // a DAG's nodes once, after its first proc
+        if done.insert(c) {
+            if let Some(kids) = children.get(&c) {
+                for k in kids {
+                    emit(k, depth + 1, children, done, ctx, out);
+                }
+            }
+        }
+    }
+    let mut done = std::collections::HashSet::new();
+    for ad in roots.values() {
+        emit(ad, 0, &children, &mut done, ctx, &mut out);
+    }
     out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
+/// condor_q's batch rows computed from the ads themselves (a queue read
+/// from a file, or a `-limit`ed query): one row per owner and batch
+/// (`JobBatchName`, else the cluster), in order of their first job; jobs
+/// of a cluster missing from `ads` (up to `TotalSubmitProcs`) count as
+/// done.
+pub fn batches_of_ads(ads: &[ClassAd]) -> Vec<BatchRow> {
+    use std::collections::HashMap;
+    let mut rows: Vec<BatchRow> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    let mut present: HashMap<i64, (i64, usize)> = HashMap::new();
+    for ad in sorted(ads) {
+        let (c, p) = job_id(ad);
+        let id = (u32::try_from(c).unwrap_or(0), u32::try_from(p).unwrap_or(0));
+        let owner = owner(ad);
+        let name = string(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {c}"));
+        let i = *index
+            .entry((owner.clone(), name.clone()))
+            .or_insert_with(|| {
+                rows.push(BatchRow {
+                    owner,
+                    name,
+                    submitted: i64::MAX,
+                    first: id,
+                    ..BatchRow::default()
+                });
+                rows.len() - 1
+            });
+        let e = present.entry(c).or_insert((0, i));
+        e.0 = e.0.max(int(ad, "TotalSubmitProcs").unwrap_or(0));
+        let row = &mut rows[i];
+        row.submitted = row.submitted.min(int(ad, "QDate").unwrap_or(0));
+        row.last = id;
+        match status(ad) {
+            Some(JobStatus::Idle) => row.idle += 1,
+            Some(JobStatus::Running | JobStatus::TransferringOutput) => row.running += 1,
+            Some(JobStatus::Removed) => row.removed += 1,
+            Some(JobStatus::Completed) => row.completed += 1,
+            Some(JobStatus::Held) => row.held += 1,
+            Some(JobStatus::Suspended) => row.suspended += 1,
+            None => {}
+        }
+    }
+    let mut counts: HashMap<i64, i64> = HashMap::new();
+    for ad in ads {
+        *counts.entry(job_id(ad).0).or_default() += 1;
+    }
+    for (c, (submitted, i)) in present {
+        let n = counts.get(&c).copied().unwrap_or(0);
+        rows[i].done += (submitted - n).max(0) as u64;
+    }
+    for r in &mut rows {
+        if r.submitted == i64::MAX {
+            r.submitted = 0;
+        }
+    }
+    rows
+}
+
+/// Each line cut to `width` characters (the table views on a terminal
+/// without `-wide`, as condor_q fits them to the screen).
+pub fn fit_width(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        out.extend(body.chars().take(width));
+        out.push_str(nl);
+    }
     out
 }
 
@@ -336,7 +555,7 @@ pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
             "{:>6}.{:<3} {:<12} {:>11} {:>12} {:<2} {:>11} {}",
             c,
             p,
-            string(ad, "Owner").unwrap_or_default(),
+            owner(ad),
             short_date(int(ad, "QDate").unwrap_or(0), utc_offset),
             duration(real(ad, "RemoteWallClockTime").unwrap_or(0.0) as i64),
             status_letter(status(ad)),
@@ -465,6 +684,7 @@ mod tests {
             utc_offset: 0,
             user: "ann".into(),
             only_mine: true,
+            label: None,
         }
     }
 
@@ -586,6 +806,134 @@ mod tests {
         assert_eq!(rows.len(), 1, "{out}");
         assert!(rows[0].contains("5.0"));
         assert!(rows[0].contains("11/21 12:01"), "{out}");
+    }
+
+    fn with(ad: ClassAd, extra: &str) -> ClassAd {
+        let more = classad::parse_ad(extra).unwrap();
+        let mut ad = ad;
+        for (n, e) in more.iter() {
+            ad.insert(n.as_str(), e.clone());
+        }
+        ad
+    }
+
+    #[test]
+    fn run_view_lists_running_suspended_and_transferring_jobs_without_totals() {
+        let ads = vec![
+            with(job(5, 0, "ann", 2), "[ RemoteHost = \"slot1@h\" ]"),
+            job(5, 1, "ann", 1),
+            job(5, 2, "ann", 7),
+            job(5, 3, "ann", 6),
+        ];
+        let out = format_running(&ads, &ctx());
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains("ann")).collect();
+        assert_eq!(rows.len(), 3, "{out}");
+        assert!(rows[0].ends_with("slot1@h"), "{out}");
+        assert!(!out.contains("5.1 "), "{out}");
+        assert!(out.contains(" ID        OWNER            SUBMITTED     RUN_TIME HOST(S)"));
+        assert!(!out.contains("Total for"), "{out}");
+    }
+
+    #[test]
+    fn idle_view_shows_requests_starts_and_the_last_host() {
+        let ads = vec![
+            with(
+                job(8, 0, "ann", 1),
+                "[ JobUniverse = 5; RequestCpus = 2; RequestMemory = 512; NumShadowStarts = 3; \
+                   LastRemoteHost = \"slot2@h\" ]",
+            ),
+            job(8, 1, "ann", 2),
+        ];
+        let out = format_idle(&ads, &ctx());
+        assert!(
+            out.contains(" ID        OWNER          UNIVERSE  CPUS MEMORY STARTS LAST_HOST\n"),
+            "{out}"
+        );
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains("ann")).collect();
+        assert_eq!(
+            rows,
+            ["     8.0   ann            vanilla      2    512      3 slot2@h"]
+        );
+        assert!(!out.contains("Total for"), "{out}");
+    }
+
+    #[test]
+    fn dag_view_puts_node_jobs_under_their_dagman_job() {
+        let ads = vec![
+            with(
+                job(20, 0, "ann", 2),
+                "[ JobUniverse = 7; Cmd = \"/usr/bin/condor_dagman\" ]",
+            ),
+            with(
+                job(21, 0, "ann", 1),
+                "[ DAGManJobId = 20; DAGNodeName = \"A\" ]",
+            ),
+            job(19, 0, "ann", 1),
+            with(
+                job(22, 0, "ann", 2),
+                "[ DAGManJobId = 20; DAGNodeName = \"B\" ]",
+            ),
+            with(
+                job(30, 0, "ann", 1),
+                "[ DAGManJobId = 99; DAGNodeName = \"orphan\" ]",
+            ),
+        ];
+        let out = format_dag(&ads, None, &ctx());
+        assert!(
+            out.contains(" ID        OWNER/NODENAME      SUBMITTED"),
+            "{out}"
+        );
+        let rows: Vec<String> = out
+            .lines()
+            .filter(|l| l.contains("11/21") && !l.starts_with("--"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            rows,
+            ["19.0 ann", "20.0 ann", "21.0 |-A", "22.0 |-B", "30.0 ann"],
+            "{out}"
+        );
+        assert!(out.contains("    21.0    |-A              11/21"), "{out}");
+        assert!(out.contains("Total for query: 5 jobs;"), "{out}");
+    }
+
+    #[test]
+    fn batches_made_from_ads_match_the_schedds() {
+        let ads = vec![
+            job(5, 0, "ann", 1),
+            job(5, 2, "ann", 5),
+            with(
+                job(6, 0, "ann", 2),
+                "[ JobBatchName = \"b\"; TotalSubmitProcs = 1 ]",
+            ),
+            with(
+                job(7, 0, "ann", 1),
+                "[ JobBatchName = \"b\"; TotalSubmitProcs = 1 ]",
+            ),
+        ];
+        let rows = batches_of_ads(&ads);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].name, "ID: 5");
+        assert_eq!((rows[0].idle, rows[0].held, rows[0].done), (1, 1, 1));
+        assert_eq!((rows[0].first, rows[0].last), ((5, 0), (5, 2)));
+        assert_eq!(rows[1].name, "b");
+        assert_eq!((rows[1].idle, rows[1].running, rows[1].done), (1, 1, 0));
+        assert_eq!((rows[1].first, rows[1].last), ((6, 0), (7, 0)));
+        assert_eq!(rows[1].submitted, 1763726400);
+    }
+
+    #[test]
+    fn a_file_source_heads_the_table_with_its_label() {
+        let mut c = ctx();
+        c.label = Some("Userlog: /tmp/x.log".into());
+        let out = format_jobs(&[job(1, 0, "ann", 1)], None, &c);
+        assert!(out.starts_with("\n\n-- Userlog: /tmp/x.log\n ID "), "{out}");
+    }
+
+    #[test]
+    fn lines_are_cut_to_the_width() {
+        assert_eq!(fit_width("abcdef\nab\nabcd", 3), "abc\nab\nabc");
+        assert_eq!(fit_width("héllo\n", 2), "hé\n");
     }
 
     #[test]

@@ -9,15 +9,16 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use classad::ClassAd;
 use skua_proto::{
-    routes, JobAction, JobActionKind, JobActionReply, JobQuery, JobQueryReply, JobSelector,
-    SetAttribute,
+    routes, BatchRow, JobAction, JobActionKind, JobActionReply, JobQuery, JobQueryReply,
+    JobSelector, SetAttribute,
 };
 
 use crate::ad_output::{AdOutput, AdOutputArgs};
 use crate::pool_cmd::{
     client_at_address, client_for, collector_client, load_config, report, runtime,
 };
-use crate::q_fmt;
+use crate::print_fmt::{self, AfOptions};
+use crate::{q_fmt, q_source};
 
 /// How long a queue command waits for the schedd.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -66,6 +67,74 @@ fn parse_ads(texts: &[String]) -> Result<Vec<ClassAd>> {
         .collect()
 }
 
+/// How `skua q` and `skua history` print the ads instead of their table.
+#[derive(Clone, Debug)]
+enum Form {
+    /// `-json` or `-l`.
+    Whole(AdOutput),
+    /// `-af[:QUALIFIERS] ATTR...`.
+    Af(Vec<String>, AfOptions),
+    /// `-format FMT ATTR` pairs.
+    Format(Vec<(String, String)>),
+}
+
+impl Form {
+    /// The form the flags ask for, in HTCondor's order (`-json`, `-l`,
+    /// then `-format` or `-af`, which do not mix here); `None` for the
+    /// command's table.
+    fn of(output: &AdOutputArgs, format: &[String]) -> Result<Option<Form>> {
+        if let Some(form @ (AdOutput::Json | AdOutput::Long)) = output.chosen() {
+            return Ok(Some(Form::Whole(form)));
+        }
+        if !format.is_empty() {
+            if !output.af.is_empty() {
+                bail!("use -format or -af, not both");
+            }
+            let pairs = format
+                .chunks(2)
+                .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+                .collect();
+            return Ok(Some(Form::Format(pairs)));
+        }
+        if output.af.is_empty() {
+            return Ok(None);
+        }
+        let opts = AfOptions::parse(output.af_qualifiers.as_deref().unwrap_or(""))
+            .map_err(anyhow::Error::msg)?;
+        Ok(Some(Form::Af(output.af.clone(), opts)))
+    }
+
+    fn render(&self, ads: &[ClassAd], now: i64) -> String {
+        match self {
+            Form::Whole(form) => form.render(ads, now),
+            Form::Af(attrs, opts) => print_fmt::format_autoformat_with(ads, attrs, opts, now),
+            Form::Format(pairs) => print_fmt::format_custom(ads, pairs, now),
+        }
+    }
+
+    /// The attributes the schedd must send for this form (empty: whole
+    /// ads, which an expression's attributes need).
+    fn projection(&self) -> Vec<String> {
+        let plain = |a: &String| {
+            let mut c = a.chars();
+            c.next()
+                .is_some_and(|x| x.is_ascii_alphabetic() || x == '_')
+                && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+        };
+        let mut attrs: Vec<String> = match self {
+            Form::Whole(_) => return Vec::new(),
+            Form::Af(attrs, _) => attrs.clone(),
+            Form::Format(pairs) => pairs.iter().map(|(_, a)| a.clone()).collect(),
+        };
+        if !attrs.iter().all(plain) {
+            return Vec::new();
+        }
+        attrs.push("ClusterId".into());
+        attrs.push("ProcId".into());
+        attrs
+    }
+}
+
 // ----- skua q ---------------------------------------------------------------
 
 #[derive(clap::Args)]
@@ -78,20 +147,52 @@ pub struct QArgs {
     /// One line per job instead of one per batch.
     #[arg(long)]
     nobatch: bool,
-    /// Held jobs with their hold reasons.
-    #[arg(long)]
+    /// Only held jobs, with their hold reasons.
+    #[arg(long, alias = "held")]
     hold: bool,
-    /// Running jobs with where they run.
+    /// Only running jobs (also suspended or transferring output), with
+    /// where they run.
     #[arg(long)]
     run: bool,
+    /// Only idle jobs, with what they ask for and where they last ran.
+    #[arg(long)]
+    idle: bool,
+    /// With -nobatch: DAG node jobs listed under their DAGMan job.
+    #[arg(long)]
+    dag: bool,
     /// Jobs of every user, not only yours.
     #[arg(long)]
     allusers: bool,
     #[command(flatten)]
     output: AdOutputArgs,
+    /// A printf-style format for an attribute (repeatable, applied in
+    /// order, with no newline but the formats' own: `-format "%d\n" ProcId`).
+    #[arg(
+        short = 'f',
+        long = "format",
+        num_args = 2,
+        value_names = ["FMT", "ATTR"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    format: Vec<String>,
     /// Only the totals lines.
     #[arg(long)]
     totals: bool,
+    /// At most this many jobs.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Do not cut the table's lines to the terminal's width.
+    #[arg(long)]
+    wide: bool,
+    /// Read the jobs from this file of job ads (`-l` or `-json` output, or
+    /// a history file) instead of asking the schedd.
+    #[arg(long, value_name = "FILE", conflicts_with = "userlog")]
+    jobads: Option<std::path::PathBuf>,
+    /// Show the jobs of this job event log with their last status, without
+    /// asking the schedd.
+    #[arg(long, value_name = "FILE")]
+    userlog: Option<std::path::PathBuf>,
     /// Why the jobs do or do not match: each clause of their Requirements
     /// with how many slots satisfy it, and a summary of the pool's slots.
     #[arg(long = "better-analyze", alias = "analyze")]
@@ -136,7 +237,102 @@ const TABLE_ATTRS: &[&str] = &[
     "HoldReasonCode",
     "HoldReasonSubCode",
     "RemoteHost",
+    "JobUniverse",
+    "RequestCpus",
+    "RequestMemory",
+    "NumShadowStarts",
+    "LastRemoteHost",
+    "DAGManJobId",
+    "DAGNodeName",
 ];
+
+/// Which table `skua q` prints (condor_q's choice: `-totals`, then
+/// `-hold`, then batches unless `-nobatch`/`-run`/`-idle`, then `-dag`,
+/// `-run`, `-idle`, the job list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum View {
+    Totals,
+    Hold,
+    Batches,
+    Dag,
+    Run,
+    Idle,
+    Jobs,
+}
+
+impl View {
+    fn of(a: &QArgs) -> View {
+        if a.totals {
+            View::Totals
+        } else if a.hold {
+            View::Hold
+        } else if !(a.nobatch || a.run || a.idle) {
+            View::Batches
+        } else if a.dag {
+            View::Dag
+        } else if a.run {
+            View::Run
+        } else if a.idle {
+            View::Idle
+        } else {
+            View::Jobs
+        }
+    }
+
+    /// Whether the schedd's own batch summary serves this view.
+    fn uses_batches(self) -> bool {
+        matches!(self, View::Totals | View::Batches)
+    }
+}
+
+/// The constraint `-run`, `-hold` and `-idle` add (condor_q's), and-ed
+/// with the user's own.
+fn status_constraint(a: &QArgs) -> Result<Option<String>> {
+    if [a.run, a.hold, a.idle].iter().filter(|x| **x).count() > 1 {
+        bail!("-run and -hold/held or -idle are incompatible");
+    }
+    let by_status = if a.run {
+        Some("JobStatus == 2 || JobStatus == 6 || JobStatus == 7")
+    } else if a.hold {
+        Some("JobStatus == 5")
+    } else if a.idle {
+        Some("JobStatus == 1")
+    } else {
+        None
+    };
+    Ok(match (&a.constraint, by_status) {
+        (Some(c), Some(s)) => Some(format!("({c}) && ({s})")),
+        (Some(c), None) => Some(c.clone()),
+        (None, Some(s)) => Some(s.to_string()),
+        (None, None) => None,
+    })
+}
+
+/// The terminal's width when standard output is one (the table views are
+/// cut to it unless `-wide`, as condor_q does): `COLUMNS`, else 80;
+/// `None` for a pipe or file.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    Some(
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .filter(|w| *w > 0)
+            .unwrap_or(80),
+    )
+}
+
+/// A table view's text as printed: cut to the terminal's width unless
+/// `-wide` (or `-hold`, which condor_q never cuts).
+fn printed(text: String, a: &QArgs, view: View) -> String {
+    match terminal_width() {
+        Some(w) if !a.wide && view != View::Hold => q_fmt::fit_width(&text, w.saturating_sub(1)),
+        _ => text,
+    }
+}
 
 pub fn q(a: QArgs) -> ExitCode {
     report("q", q_inner(a))
@@ -144,44 +340,48 @@ pub fn q(a: QArgs) -> ExitCode {
 
 fn q_inner(a: QArgs) -> Result<ExitCode> {
     let user = current_user();
-    let mut selector = selector_of(&a.names, a.constraint.clone(), false)?;
+    let constraint = status_constraint(&a)?;
+    let mut selector = selector_of(&a.names, constraint, false)?;
+    let form = Form::of(&a.output, &a.format)?;
+    let view = View::of(&a);
+    if a.jobads.is_some() || a.userlog.is_some() {
+        return q_from_file(&a, selector, form, view, user);
+    }
     let only_mine = !a.allusers && selector.jobs.is_empty() && selector.owners.is_empty();
     if only_mine {
         selector.owners.push(user.clone());
     }
-    let form = a.output.chosen();
     let projection: Vec<String> = match &form {
-        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
-        Some(_) => Vec::new(),
+        Some(f) => f.projection(),
         None => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
     };
     let config = load_config()?;
-    let summary = form.is_none() && !(a.nobatch || a.hold || a.run);
+    let summary = form.is_none() && view.uses_batches() && a.limit.is_none();
+    let query = JobQuery {
+        selector,
+        projection: if summary { Vec::new() } else { projection },
+        limit: if summary { None } else { a.limit },
+        summary,
+    };
     if a.schedd.global || a.schedd.name.is_some() {
         if a.better_analyze && a.schedd.global {
             bail!("-better-analyze looks at one schedd: name it with -name");
         }
-        let query = JobQuery {
-            selector,
-            projection: if summary { Vec::new() } else { projection },
-            limit: None,
-            summary,
-        };
         return q_across(&a, &config, query, form, user, only_mine);
     }
     let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
     if a.better_analyze {
-        return better_analyze(&config, &client, selector, &user);
+        return better_analyze(&config, &client, query.selector, &user);
     }
-    let query = JobQuery {
-        selector,
-        projection: if summary { Vec::new() } else { projection },
-        limit: None,
-        summary,
-    };
-    let reply: JobQueryReply =
-        runtime()?.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
-    let ads = parse_ads(&reply.ads)?;
+    let rt = runtime()?;
+    let reply: JobQueryReply = rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
+    let mut ads = parse_ads(&reply.ads)?;
+    if let Some(nodes) = dag_nodes_query(&a, &query) {
+        // condor_q -dag C: the jobs of DAG C as well
+        let more: JobQueryReply =
+            rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&nodes)))?;
+        add_new_jobs(&mut ads, parse_ads(&more.ads)?);
+    }
     let now = skua_daemon::now_secs();
     if let Some(form) = form {
         print!("{}", form.render(&ads, now));
@@ -196,31 +396,204 @@ fn q_inner(a: QArgs) -> Result<ExitCode> {
         utc_offset: utc_offset(now),
         user,
         only_mine,
+        label: None,
     };
-    print!("{}", q_section(&a, &reply, &ads, &all, &ctx));
+    let batches = schedd_batches(&reply, &ads, summary);
+    let text = q_section(view, &batches, &ads, Some(&all), &ctx);
+    print!("{}", printed(text, &a, view));
     Ok(ExitCode::SUCCESS)
 }
 
-/// One schedd's section of `skua q`'s table output: the header line, the
-/// table `a` asks for, the totals.
-fn q_section(
+/// With `-dag -nobatch` and clusters named (`skua q -dag 20`), the query
+/// for the node jobs of those DAGs (`DAGManJobId` one of them), under the
+/// same status constraint, as condor_q adds them.
+fn dag_nodes_query(a: &QArgs, query: &JobQuery) -> Option<JobQuery> {
+    if View::of(a) != View::Dag || query.summary {
+        return None;
+    }
+    let clusters: Vec<&str> = query
+        .selector
+        .jobs
+        .iter()
+        .filter(|j| !j.contains('.'))
+        .map(String::as_str)
+        .collect();
+    if clusters.is_empty() {
+        return None;
+    }
+    let dags = clusters
+        .iter()
+        .map(|c| format!("DAGManJobId == {c}"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    let constraint = match &query.selector.constraint {
+        Some(c) => format!("({c}) && ({dags})"),
+        None => dags,
+    };
+    Some(JobQuery {
+        selector: JobSelector {
+            constraint: Some(constraint),
+            ..JobSelector::default()
+        },
+        ..query.clone()
+    })
+}
+
+/// Appends the ads of `more` whose job is not in `ads` yet.
+fn add_new_jobs(ads: &mut Vec<ClassAd>, more: Vec<ClassAd>) {
+    let id = |ad: &ClassAd| {
+        let int = |n: &str| match ad.lookup(n) {
+            Some(classad::Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        };
+        (int("ClusterId"), int("ProcId"))
+    };
+    let have: std::collections::HashSet<_> = ads.iter().map(id).collect();
+    ads.extend(more.into_iter().filter(|ad| !have.contains(&id(ad))));
+}
+
+/// The batch rows of a reply: the schedd's own summary, or made from the
+/// ads when the query was not a summary (`-limit`).
+fn schedd_batches(reply: &JobQueryReply, ads: &[ClassAd], summary: bool) -> Vec<BatchRow> {
+    if summary {
+        reply.batches.clone()
+    } else {
+        q_fmt::batches_of_ads(ads)
+    }
+}
+
+/// Whether `ad` is one of the jobs `sel` names (ids and owners; any job
+/// when it names none) and its constraint holds.
+fn selected(
+    sel: &JobSelector,
+    constraint: Option<&classad::Expr>,
+    ad: &ClassAd,
+    ev: &mut classad::Evaluator,
+) -> bool {
+    let int = |n: &str| match ad.lookup(n) {
+        Some(classad::Expr::Lit(v)) => v.as_int(),
+        _ => None,
+    };
+    let (c, p) = (int("ClusterId"), int("ProcId"));
+    let by_id = sel.jobs.iter().any(|j| match j.split_once('.') {
+        Some((jc, jp)) => {
+            Some(jc) == c.map(|x| x.to_string()).as_deref()
+                && Some(jp) == p.map(|x| x.to_string()).as_deref()
+        }
+        None => Some(j.as_str()) == c.map(|x| x.to_string()).as_deref(),
+    });
+    let by_owner = ad_string(ad, "Owner").is_some_and(|o| sel.owners.contains(&o));
+    let named = (sel.jobs.is_empty() && sel.owners.is_empty()) || by_id || by_owner;
+    named && constraint.is_none_or(|e| ev.eval(e, Some(ad), None).is_true())
+}
+
+/// The ads of `ads` that `sel` selects, in order, at most `limit`.
+fn select_ads(
+    ads: Vec<ClassAd>,
+    sel: &JobSelector,
+    limit: Option<usize>,
+    now: i64,
+) -> Result<Vec<ClassAd>> {
+    let constraint = sel
+        .constraint
+        .as_deref()
+        .map(classad::parse_expr)
+        .transpose()
+        .context("-constraint")?;
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+    Ok(ads
+        .into_iter()
+        .filter(|ad| selected(sel, constraint.as_ref(), ad, &mut ev))
+        .take(limit.unwrap_or(usize::MAX))
+        .collect())
+}
+
+/// Reads a file the user named, with their own rights (the tool runs as
+/// the user).
+fn read_user_file(path: &std::path::Path, what: &str) -> Result<String> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
+    String::from_utf8(bytes).with_context(|| format!("{what} {} is not UTF-8 text", path.display()))
+}
+
+/// `skua q -jobads FILE` / `-userlog FILE`: the queue as the file has it,
+/// every job of it (no "only yours"), with the same views and filters.
+fn q_from_file(
     a: &QArgs,
-    reply: &JobQueryReply,
+    selector: JobSelector,
+    form: Option<Form>,
+    view: View,
+    user: String,
+) -> Result<ExitCode> {
+    if a.better_analyze || a.schedd.global || a.schedd.name.is_some() {
+        bail!("-jobads and -userlog read a file: -better-analyze, -global and -name do not apply");
+    }
+    let now = skua_daemon::now_secs();
+    let offset = utc_offset(now);
+    let (ads, label) = match (&a.jobads, &a.userlog) {
+        (Some(path), _) => {
+            let text = read_user_file(path, "the job ads file")?;
+            let ads = q_source::parse_ads_file(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            (ads, format!("Jobads: {}", path.display()))
+        }
+        (None, Some(path)) => {
+            let text = read_user_file(path, "the user log")?;
+            let year = classad::time::broken_down(now, offset as i32).year;
+            let ads = q_source::ads_from_userlog(&text, offset, year)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            (ads, format!("Userlog: {}", path.display()))
+        }
+        (None, None) => bail!("name a file with -jobads or -userlog"),
+    };
+    let ads = select_ads(ads, &selector, a.limit, now)?;
+    if let Some(form) = form {
+        print!("{}", form.render(&ads, now));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = q_fmt::QContext {
+        schedd_name: String::new(),
+        schedd_addr: String::new(),
+        now,
+        utc_offset: offset,
+        user,
+        only_mine: false,
+        label: Some(label),
+    };
+    let batches = q_fmt::batches_of_ads(&ads);
+    let text = q_section(view, &batches, &ads, None, &ctx);
+    print!("{}", printed(text, a, view));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One schedd's (or file's) section of `skua q`'s table output: the
+/// header line, the table of `view`, the totals (which condor_q leaves
+/// out of `-run` and `-idle`).
+fn q_section(
+    view: View,
+    batches: &[BatchRow],
     ads: &[ClassAd],
-    all: &q_fmt::Totals,
+    all: Option<&q_fmt::Totals>,
     ctx: &q_fmt::QContext,
 ) -> String {
-    let all = Some(all);
-    if a.totals {
-        q_fmt::totals_lines(&q_fmt::Totals::of_batches(&reply.batches), all, ctx)
-    } else if a.hold {
-        q_fmt::format_held(ads, all, ctx)
-    } else if a.run {
-        q_fmt::format_running(ads, all, ctx)
-    } else if a.nobatch {
-        q_fmt::format_jobs(ads, all, ctx)
-    } else {
-        q_fmt::format_batches(&reply.batches, all, ctx)
+    match view {
+        View::Totals => {
+            let mut out = q_fmt::header(ctx);
+            out.push_str(&q_fmt::totals_lines(
+                &q_fmt::Totals::of_batches(batches),
+                all,
+                ctx,
+            ));
+            out
+        }
+        View::Hold => q_fmt::format_held(ads, all, ctx),
+        View::Batches => q_fmt::format_batches(batches, all, ctx),
+        View::Dag => q_fmt::format_dag(ads, all, ctx),
+        View::Run => q_fmt::format_running(ads, ctx),
+        View::Idle => q_fmt::format_idle(ads, ctx),
+        View::Jobs => q_fmt::format_jobs(ads, all, ctx),
     }
 }
 
@@ -322,7 +695,7 @@ fn q_across(
     a: &QArgs,
     config: &skua_config::Config,
     query: JobQuery,
-    form: Option<AdOutput>,
+    form: Option<Form>,
     user: String,
     only_mine: bool,
 ) -> Result<ExitCode> {
@@ -376,8 +749,14 @@ fn q_across(
             utc_offset: utc_offset(now),
             user: user.clone(),
             only_mine,
+            label: None,
         };
-        print!("{}", q_section(a, &reply, &ads, &all, &ctx));
+        let view = View::of(a);
+        let batches = schedd_batches(&reply, &ads, query.summary);
+        print!(
+            "{}",
+            printed(q_section(view, &batches, &ads, Some(&all), &ctx), a, view)
+        );
     }
     if let Some(form) = form {
         print!("{}", form.render(&ads_of_all, skua_daemon::now_secs()));
@@ -555,11 +934,98 @@ pub struct HistoryArgs {
     /// Only jobs for which this ClassAd expression is true.
     #[arg(long)]
     constraint: Option<String>,
-    /// At most this many jobs (newest first).
-    #[arg(long, visible_alias = "match")]
+    /// At most this many jobs (newest first, or oldest with -forwards).
+    #[arg(long, visible_alias = "match", value_name = "N")]
     limit: Option<usize>,
+    /// Oldest first (the default is newest first).
+    #[arg(long, conflicts_with = "backwards")]
+    forwards: bool,
+    /// Newest first (the default).
+    #[arg(long)]
+    backwards: bool,
+    /// Stop at this job (`C` or `C.P`), or at the first job for which this
+    /// ClassAd expression is true, reading newest first; that job and older
+    /// ones are not shown.
+    #[arg(long, value_name = "JOBID|EXPR")]
+    since: Option<String>,
+    /// Read this history file (HTCondor's history-file format, or ads as
+    /// `-l` or `-json` print them; oldest first in the file) instead of
+    /// asking the schedd.
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
     #[command(flatten)]
     output: AdOutputArgs,
+    /// A printf-style format for an attribute (repeatable, applied in
+    /// order, with no newline but the formats' own: `-format "%d\n" ProcId`).
+    #[arg(
+        short = 'f',
+        long = "format",
+        num_args = 2,
+        value_names = ["FMT", "ATTR"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    format: Vec<String>,
+}
+
+/// Where `skua history -since` stops.
+#[derive(Clone, Debug, PartialEq)]
+enum Since {
+    Cluster(i64),
+    Job(i64, i64),
+    Expr(classad::Expr),
+}
+
+impl Since {
+    fn parse(s: &str) -> Result<Since> {
+        if let Ok(c) = s.parse::<i64>() {
+            return Ok(Since::Cluster(c));
+        }
+        if let Some((c, p)) = s.split_once('.') {
+            if let (Ok(c), Ok(p)) = (c.parse(), p.parse()) {
+                return Ok(Since::Job(c, p));
+            }
+        }
+        classad::parse_expr(s).map(Since::Expr).with_context(|| {
+            format!("-since {s:?} is neither a job id (C or C.P) nor a ClassAd expression")
+        })
+    }
+
+    fn reached(&self, ad: &ClassAd, ev: &mut classad::Evaluator) -> bool {
+        let int = |n: &str| match ad.lookup(n) {
+            Some(classad::Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        };
+        match self {
+            Since::Cluster(c) => int("ClusterId") == Some(*c),
+            Since::Job(c, p) => int("ClusterId") == Some(*c) && int("ProcId") == Some(*p),
+            Since::Expr(e) => ev.eval(e, Some(ad), None).is_true(),
+        }
+    }
+}
+
+/// The history as shown: `newest_first` ads cut at `since`, then in the
+/// order asked for, then at most `limit`.
+fn history_order(
+    newest_first: Vec<ClassAd>,
+    since: Option<&Since>,
+    forwards: bool,
+    limit: Option<usize>,
+    now: i64,
+) -> Vec<ClassAd> {
+    let mut ev = skua_negotiation::evaluator(now, skua_daemon::local_utc_offset);
+    let mut ads: Vec<ClassAd> = match since {
+        Some(s) => newest_first
+            .into_iter()
+            .take_while(|ad| !s.reached(ad, &mut ev))
+            .collect(),
+        None => newest_first,
+    };
+    if forwards {
+        ads.reverse();
+    }
+    ads.truncate(limit.unwrap_or(usize::MAX));
+    ads
 }
 
 pub fn history(a: HistoryArgs) -> ExitCode {
@@ -568,23 +1034,41 @@ pub fn history(a: HistoryArgs) -> ExitCode {
 
 fn history_inner(a: HistoryArgs) -> Result<ExitCode> {
     let selector = selector_of(&a.names, a.constraint.clone(), false)?;
-    let form = a.output.chosen();
-    let projection = match &form {
-        Some(AdOutput::Autoformat(attrs)) => attrs.clone(),
-        _ => Vec::new(),
-    };
-    let config = load_config()?;
-    let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
-    let query = JobQuery {
-        selector,
-        projection,
-        limit: a.limit,
-        summary: false,
-    };
-    let reply: JobQueryReply =
-        runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
-    let ads = parse_ads(&reply.ads)?;
+    let form = Form::of(&a.output, &a.format)?;
+    let since = a.since.as_deref().map(Since::parse).transpose()?;
     let now = skua_daemon::now_secs();
+    let newest_first = match &a.file {
+        Some(path) => {
+            let text = read_user_file(path, "the history file")?;
+            let mut ads = q_source::parse_ads_file(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}", path.display()))?;
+            ads.reverse();
+            select_ads(ads, &selector, None, now)?
+        }
+        None => {
+            // the schedd answers newest first: it can apply the limit only
+            // when nothing else decides which jobs are shown
+            let whole = since.is_some() || a.forwards;
+            // -since may look at any attribute
+            let projection = match (&form, &since) {
+                (Some(f), None) => f.projection(),
+                _ => Vec::new(),
+            };
+            let config = load_config()?;
+            let client = client_for(&config, "SCHEDD", TIMEOUT)?.with_max_response_bytes(1 << 31);
+            let query = JobQuery {
+                selector,
+                projection,
+                limit: if whole { None } else { a.limit },
+                summary: false,
+            };
+            let reply: JobQueryReply =
+                runtime()?.block_on(client.command(&routes::SCHEDD_HISTORY, Some(&query)))?;
+            parse_ads(&reply.ads)?
+        }
+    };
+    let ads = history_order(newest_first, since.as_ref(), a.forwards, a.limit, now);
     let out = match form {
         Some(form) => form.render(&ads, now),
         None => q_fmt::format_history(&ads, utc_offset(now)),
@@ -770,6 +1254,120 @@ mod tests {
             shown_address("<10.0.0.5:9618?sock=schedd>"),
             "<10.0.0.5:9618?...>"
         );
+    }
+
+    fn hist(ids: &[(i64, i64)]) -> Vec<ClassAd> {
+        ids.iter()
+            .map(|(c, p)| {
+                classad::parse_ad(&format!(
+                    "[ ClusterId = {c}; ProcId = {p}; ExitCode = {p} ]"
+                ))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn ids(ads: &[ClassAd]) -> Vec<String> {
+        ads.iter()
+            .map(|a| {
+                let int = |n: &str| match a.lookup(n) {
+                    Some(classad::Expr::Lit(v)) => v.as_int().unwrap_or(-1),
+                    _ => -1,
+                };
+                format!("{}.{}", int("ClusterId"), int("ProcId"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn history_since_forwards_and_match() {
+        // newest first, as the schedd answers
+        let newest = || hist(&[(4, 1), (4, 0), (3, 0), (2, 0), (1, 0)]);
+        assert_eq!(
+            ids(&history_order(newest(), None, false, Some(2), 0)),
+            ["4.1", "4.0"]
+        );
+        assert_eq!(
+            ids(&history_order(newest(), None, true, Some(2), 0)),
+            ["1.0", "2.0"]
+        );
+        let since = Since::parse("3.0").unwrap();
+        assert_eq!(since, Since::Job(3, 0));
+        assert_eq!(
+            ids(&history_order(newest(), Some(&since), false, None, 0)),
+            ["4.1", "4.0"]
+        );
+        assert_eq!(
+            ids(&history_order(newest(), Some(&since), true, None, 0)),
+            ["4.0", "4.1"]
+        );
+        let cluster = Since::parse("4").unwrap();
+        assert!(history_order(newest(), Some(&cluster), false, None, 0).is_empty());
+        let expr = Since::parse("ExitCode == 0 && ClusterId < 4").unwrap();
+        assert_eq!(
+            ids(&history_order(newest(), Some(&expr), false, None, 0)),
+            ["4.1", "4.0"]
+        );
+        assert!(Since::parse("3.0 +").is_err());
+    }
+
+    #[test]
+    fn file_ads_are_selected_by_id_owner_and_constraint() {
+        let ads = || {
+            vec![
+                classad::parse_ad("[ ClusterId = 1; ProcId = 0; Owner = \"ann\"; JobStatus = 1 ]")
+                    .unwrap(),
+                classad::parse_ad("[ ClusterId = 1; ProcId = 1; Owner = \"ann\"; JobStatus = 2 ]")
+                    .unwrap(),
+                classad::parse_ad("[ ClusterId = 2; ProcId = 0; Owner = \"bob\"; JobStatus = 2 ]")
+                    .unwrap(),
+            ]
+        };
+        let sel = |names: &[&str], c: Option<&str>| {
+            let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            selector_of(&names, c.map(String::from), false).unwrap()
+        };
+        let pick = |s: JobSelector, limit| ids(&select_ads(ads(), &s, limit, 0).unwrap());
+        assert_eq!(pick(sel(&[], None), None), ["1.0", "1.1", "2.0"]);
+        assert_eq!(pick(sel(&["1"], None), None), ["1.0", "1.1"]);
+        assert_eq!(pick(sel(&["1.1", "bob"], None), None), ["1.1", "2.0"]);
+        assert_eq!(pick(sel(&[], Some("JobStatus == 2")), Some(1)), ["1.1"]);
+    }
+
+    #[test]
+    fn run_hold_and_idle_are_constraints_and_exclude_each_other() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            q: QArgs,
+        }
+        let q = |args: &[&str]| {
+            let mut v = vec!["q"];
+            v.extend_from_slice(args);
+            Cli::try_parse_from(v).unwrap().q
+        };
+        assert_eq!(
+            status_constraint(&q(&["--run"])).unwrap().as_deref(),
+            Some("JobStatus == 2 || JobStatus == 6 || JobStatus == 7")
+        );
+        assert_eq!(
+            status_constraint(&q(&["--idle", "--constraint", "Owner == \"a\""]))
+                .unwrap()
+                .as_deref(),
+            Some("(Owner == \"a\") && (JobStatus == 1)")
+        );
+        assert_eq!(
+            status_constraint(&q(&["--held"])).unwrap().as_deref(),
+            Some("JobStatus == 5")
+        );
+        let e = status_constraint(&q(&["--run", "--hold"])).unwrap_err();
+        assert!(e.to_string().contains("incompatible"), "{e}");
+        assert_eq!(View::of(&q(&["--run"])), View::Run);
+        assert_eq!(View::of(&q(&["--dag"])), View::Batches);
+        assert_eq!(View::of(&q(&["--dag", "--nobatch"])), View::Dag);
+        assert_eq!(View::of(&q(&["--totals", "--hold"])), View::Totals);
+        assert_eq!(View::of(&q(&["--idle"])), View::Idle);
     }
 
     #[test]
