@@ -13,6 +13,10 @@ pub struct AdOutputArgs {
     /// space-separated.
     #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
     pub af: Vec<String>,
+    /// The qualifiers of `-af:QUALIFIERS` (`h`, `l`, `n`, `,`, `t`, ...),
+    /// which the command line hands over separately.
+    #[arg(long = "af-qualifiers", hide = true, value_name = "QUALIFIERS")]
+    pub af_qualifiers: Option<String>,
     /// Long form: every attribute of each ad, as `Name = value` lines.
     #[arg(short = 'l', long = "long")]
     pub long: bool,
