@@ -12,6 +12,7 @@ mod classad_cmd;
 mod config_cmd;
 mod join_cmd;
 mod pool_cmd;
+mod print_fmt;
 mod q_fmt;
 mod queue_cmd;
 mod startd_cmd;
