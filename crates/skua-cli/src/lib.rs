@@ -191,7 +191,17 @@ fn as_typed(message: &str, rw: &Rewritten) -> String {
         }
     }
     if rw.single_dash {
-        msg = msg.replace("'--", "'-");
+        msg = msg
+            .split_inclusive('\n')
+            .map(|line| {
+                let line = line.replace("'--", "'-");
+                if line.starts_with("Usage:") {
+                    line.replace(" --", " -")
+                } else {
+                    line
+                }
+            })
+            .collect();
     }
     msg
 }

@@ -216,6 +216,16 @@ const AVAIL_CONSTRAINT: &str = "State == \"Unclaimed\" && Cpus > 0 && Memory > 0
 /// The constraint `-claimed` and `-run` add.
 const CLAIMED_CONSTRAINT: &str = "State == \"Claimed\"";
 
+/// Whether an `-af` argument names an attribute (rather than being an
+/// expression).
+fn plain_attribute_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Two constraints that must both hold.
 fn and_constraints(a: Option<&str>, b: Option<&str>) -> Option<String> {
     match (a, b) {
@@ -284,7 +294,12 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     let q = Query {
         ad_type: ad_type.to_string(),
         constraint: and_constraints(a.constraint.as_deref(), mode_constraint),
-        projection: if format_pairs.is_empty() && !af_options.as_ref().is_some_and(|o| o.job_id) {
+        // the collector projects attribute names: an expression's
+        // attributes (and theirs) are only sure to be there in whole ads
+        projection: if format_pairs.is_empty()
+            && !af_options.as_ref().is_some_and(|o| o.job_id)
+            && a.output.af.iter().all(|x| plain_attribute_name(x))
+        {
             a.output.af.clone()
         } else {
             Vec::new()
