@@ -26,7 +26,7 @@ pub use submit_cmd::build_submission;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
-#[command(name = "skua", version = skua_proto::SKUA_VERSION, about)]
+#[command(name = "skua", version = skua_proto::SKUA_VERSION, about, infer_long_args = true)]
 struct SkuaCli {
     #[command(subcommand)]
     command: SkuaCommand,

@@ -55,6 +55,8 @@ fn status_options_show_the_pool_as_condor_status_does() {
     assert!(!totals.contains("ActvtyTime"), "no slot table: {totals}");
     let total_row: Vec<&str> = lines.last().unwrap().split_whitespace().collect();
     assert_eq!(total_row[..5], ["Total", "2", "0", "1", "1"], "{totals}");
+    // options may be shortened as HTCondor's tools allow
+    assert_eq!(pool.ok(&["status", "-tot"]), totals);
 
     // -avail: the unclaimed slot only; -claimed and -run: the claimed one
     let avail = pool.ok(&["status", "-avail", "-af", "Name", "State"]);
