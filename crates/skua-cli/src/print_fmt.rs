@@ -28,18 +28,30 @@ pub struct AfOptions {
 }
 
 impl AfOptions {
-    /// Reads the qualifiers after `-af:`; an unknown or unsupported one,
-    /// or `l` with `h` or `n` with `,` (which exclude each other), is an
-    /// error naming it.
+    /// Reads the qualifiers after `-af:`; where two exclude each other
+    /// (`l`/`h`, `n`/`,`) the later one wins. An unknown or unsupported
+    /// one is an error naming it.
     pub fn parse(qualifiers: &str) -> Result<AfOptions, String> {
         let mut o = AfOptions::default();
         for c in qualifiers.chars() {
             match c {
-                'h' => o.heading = true,
+                'h' => {
+                    o.heading = true;
+                    o.label = false;
+                }
+                'l' => {
+                    o.label = true;
+                    o.heading = false;
+                }
                 'j' => o.job_id = true,
-                'l' => o.label = true,
-                'n' => o.newline = true,
-                ',' => o.comma = true,
+                'n' => {
+                    o.newline = true;
+                    o.comma = false;
+                }
+                ',' => {
+                    o.comma = true;
+                    o.newline = false;
+                }
                 't' => o.tab = true,
                 'g' => o.group = true,
                 'V' => o.quoted = true,
@@ -55,16 +67,6 @@ impl AfOptions {
                     ))
                 }
             }
-        }
-        if o.label && o.heading {
-            return Err(format!(
-                "-af:{qualifiers}: `l` (labels) and `h` (headings) exclude each other"
-            ));
-        }
-        if o.newline && o.comma {
-            return Err(format!(
-                "-af:{qualifiers}: `n` (newlines) and `,` (commas) exclude each other"
-            ));
         }
         Ok(o)
     }
@@ -528,17 +530,21 @@ mod tests {
     }
 
     #[test]
-    fn bad_qualifiers_are_named() {
-        for (q, word) in [
-            ("lh", "exclude"),
-            ("n,", "exclude"),
-            ("z", "`z`"),
-            ("T", "`T`"),
-        ] {
+    fn bad_qualifiers_are_named_and_the_later_of_two_exclusive_ones_wins() {
+        for (q, word) in [("z", "`z`"), ("T", "`T`")] {
             let e = AfOptions::parse(q).unwrap_err();
             assert!(e.contains(word), "{q}: {e}");
             assert!(e.contains(&format!("-af:{q}")), "{e}");
         }
+        let lh = AfOptions::parse("lh").expect("valid");
+        assert!(lh.heading && !lh.label);
+        let nc = AfOptions::parse("n,").expect("valid");
+        assert!(nc.comma && !nc.newline);
+        assert_eq!(
+            af("hl", &["Name"], &slots()[..1]),
+            "Name = slot1@a\n",
+            "l after h: labels"
+        );
     }
 
     #[test]
