@@ -206,9 +206,24 @@ fn as_typed(message: &str, rw: &Rewritten) -> String {
     msg
 }
 
+/// Whether this command line spells long options with one dash (HTCondor's
+/// way): the commands' own messages then name options that way too.
+static ONE_DASH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// A long option's name as the user's command line spells options
+/// (`-join` or `--join`), for the commands' own error messages.
+pub(crate) fn opt(name: &str) -> String {
+    if ONE_DASH.get().copied().unwrap_or(false) {
+        format!("-{name}")
+    } else {
+        format!("--{name}")
+    }
+}
+
 /// Entry point of the `skua` binary.
 pub fn main_skua() -> ExitCode {
     let rw = htcondor_style_args(std::env::args_os());
+    let _ = ONE_DASH.set(rw.single_dash);
     let cli = match SkuaCli::try_parse_from(&rw.args) {
         Ok(cli) => cli,
         Err(e) => {

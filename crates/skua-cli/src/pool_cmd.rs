@@ -13,6 +13,7 @@ use skua_net::{AuthLevel, Client, Endpoint};
 use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand, Query, QueryReply};
 
 use crate::ad_output::{AdOutput, AdOutputArgs};
+use crate::opt;
 use crate::status_fmt;
 
 fn home() -> Option<PathBuf> {
@@ -431,12 +432,15 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             )?;
             if a.join {
                 if !a.authz.is_empty() || a.token_file.is_some() {
-                    bail!("--join takes only --lifetime");
+                    bail!("{} takes only {}", opt("join"), opt("lifetime"));
                 }
                 println!("{}", crate::join_cmd::join_token(&key, a.lifetime)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let identity = a.identity.as_deref().context("--identity is required")?;
+            let identity = a
+                .identity
+                .as_deref()
+                .with_context(|| format!("{} is required", opt("identity")))?;
             let levels: Vec<AuthLevel> = if a.authz.is_empty() {
                 vec![AuthLevel::Read, AuthLevel::Write]
             } else {
@@ -444,7 +448,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
                     .iter()
                     .map(|l| {
                         l.parse::<AuthLevel>()
-                            .map_err(|e| anyhow::anyhow!("--authz {l}: {e:?}"))
+                            .map_err(|e| anyhow::anyhow!("{} {l}: {e:?}", opt("authz")))
                     })
                     .collect::<Result<_>>()?
             };
@@ -456,7 +460,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             )?;
             if let Some(name) = &a.token_file {
                 if name.contains('/') {
-                    bail!("--token-file takes a file name, not a path");
+                    bail!("{} takes a file name, not a path", opt("token-file"));
                 }
                 let dirs = skua_daemon::security::token_dirs(&config, home().as_deref())?;
                 let dir = dirs.first().context("no token directory is configured")?;

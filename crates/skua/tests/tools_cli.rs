@@ -225,6 +225,21 @@ fn ping_version_and_config_val_answer_as_htcondors_tools() {
         stderr(&unknown)
     );
 
+    // a command's own messages spell options as the command line does
+    let one = pool.skua(&["token", "create", "-join", "-authz", "READ"]);
+    assert!(!one.status.success());
+    assert!(
+        stderr(&one).contains("-join takes only -lifetime") && !stderr(&one).contains("--"),
+        "{}",
+        stderr(&one)
+    );
+    let two = pool.skua(&["token", "create", "--join", "--authz", "READ"]);
+    assert!(
+        stderr(&two).contains("--join takes only --lifetime"),
+        "{}",
+        stderr(&two)
+    );
+
     // version: condor_version's two lines
     let v = pool.ok(&["version"]);
     let vl: Vec<&str> = v.lines().collect();
