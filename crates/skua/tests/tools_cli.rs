@@ -322,3 +322,56 @@ fn help_for_every_command_and_errors_quote_options_as_typed() {
         .unwrap();
     assert!(stderr(&out).contains("'--totl'"), "{}", stderr(&out));
 }
+
+#[test]
+fn compact_rolls_a_partitionable_slots_jobs_into_its_machine() {
+    let mut pool = Pool::new(
+        "compactp",
+        &common::job_env(
+            "4",
+            &[
+                ("_CONDOR_MEMORY", "2048"),
+                ("_CONDOR_NUM_SLOTS_TYPE_1", "1"),
+                ("_CONDOR_SLOT_TYPE_1", "cpus=100%, mem=100%"),
+                ("_CONDOR_SLOT_TYPE_1_PARTITIONABLE", "true"),
+            ],
+        ),
+    );
+    pool.start();
+    wait_for("the partitionable slot", Duration::from_secs(30), || {
+        pool.ok(&["status", "-af", "PartitionableSlot"]) == "true\n"
+    });
+    wait_for("the schedd's address file", Duration::from_secs(30), || {
+        pool.dir.join("spool/.schedd_address").exists()
+    });
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let cluster = pool.submit_job(
+        &work,
+        "executable = /bin/sleep\narguments = 300\nrequest_cpus = 1\nrequest_memory = 512\n\
+         request_disk = 1024\nqueue\n",
+    );
+    wait_for("the job to run", Duration::from_secs(30), || {
+        pool.skua(&["q", &cluster, "-af", "JobStatus"]).stdout == b"2\n"
+    });
+    wait_for("the dynamic slot's ad", Duration::from_secs(30), || {
+        pool.ok(&["status", "-claimed", "-af", "Name"])
+            .lines()
+            .count()
+            == 1
+            && pool.ok(&["status", "-af", "Name"]).lines().count() == 2
+    });
+    let compact = pool.ok(&["status", "-compact"]);
+    let lines: Vec<&str> = compact.lines().collect();
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    // Slots (dynamic), Cpus, Gpus, TotalGb, FreCpu, FreeGb, CpuLoad, ST,
+    // Jobs/Min, MaxSlotGb
+    assert_eq!(row[2..6], ["1", "4", "0", "2.00"], "{compact}");
+    assert_eq!(row[6..8], ["3", "1.50"], "{compact}");
+    assert_eq!(row[9], "Cb", "{compact}");
+    assert_eq!(row[11], "0.50", "{compact}");
+    assert!(lines[3].is_empty(), "one machine row: {compact}");
+    // -avail: the partitionable slot with its CPUs left
+    let avail = pool.ok(&["status", "-avail", "-af", "PartitionableSlot", "Cpus"]);
+    assert_eq!(avail, "true 3\n");
+}
