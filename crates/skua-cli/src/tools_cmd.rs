@@ -18,7 +18,27 @@ use crate::pool_cmd::{client_at_address, client_for, load_config, report, runtim
 // ----- skua version ----------------------------------------------------------
 
 #[derive(clap::Args)]
-pub struct VersionArgs {}
+pub struct VersionArgs {
+    /// Only the architecture, as the ads' `Arch` (`X86_64`).
+    #[arg(long)]
+    arch: bool,
+    /// Only the operating system, as the ads' `OpSys` (`LINUX`).
+    #[arg(long)]
+    opsys: bool,
+}
+
+/// `Arch` and `OpSys` of this build, as the ads spell them.
+fn arch_opsys() -> (String, String) {
+    let arch = match std::env::consts::ARCH {
+        "x86" => "INTEL".to_string(),
+        other => other.to_ascii_uppercase(),
+    };
+    let opsys = match std::env::consts::OS {
+        "macos" => "OSX".to_string(),
+        other => other.to_ascii_uppercase(),
+    };
+    (arch, opsys)
+}
 
 /// condor_version's two lines: `$CondorVersion: ... $` and
 /// `$CondorPlatform: ... $`.
@@ -30,8 +50,17 @@ pub(crate) fn version_text() -> String {
     )
 }
 
-pub fn version(_a: VersionArgs) -> ExitCode {
-    print!("{}", version_text());
+pub fn version(a: VersionArgs) -> ExitCode {
+    let (arch, opsys) = arch_opsys();
+    if a.arch {
+        println!("{arch}");
+    }
+    if a.opsys {
+        println!("{opsys}");
+    }
+    if !a.arch && !a.opsys {
+        print!("{}", version_text());
+    }
     ExitCode::SUCCESS
 }
 
@@ -387,6 +416,13 @@ mod tests {
         assert!(lines[0].ends_with(" $"), "{text}");
         assert!(lines[1].starts_with("$CondorPlatform: "), "{text}");
         assert!(lines[1].ends_with(" $"), "{text}");
+    }
+
+    #[test]
+    fn arch_and_opsys_are_spelled_as_in_the_ads() {
+        if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            assert_eq!(arch_opsys(), ("X86_64".to_string(), "LINUX".to_string()));
+        }
     }
 
     #[test]
