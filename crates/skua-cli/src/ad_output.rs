@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 pub struct AdOutputArgs {
     /// Autoformat: print these attributes (or expressions) of each ad,
     /// space-separated.
-    #[arg(long = "af", num_args = 1.., value_name = "ATTR")]
+    #[arg(long = "af", alias = "autoformat", num_args = 1.., value_name = "ATTR")]
     pub af: Vec<String>,
     /// The qualifiers of `-af:QUALIFIERS` (`h`, `l`, `n`, `,`, `t`, ...),
     /// which the command line hands over separately.

@@ -36,7 +36,7 @@ pub(crate) fn join_token(key: &SigningKey, lifetime: Option<u64>) -> Result<Stri
         .map(Duration::from_secs)
         .unwrap_or(skua_net::DEFAULT_JOIN_LIFETIME);
     if lifetime.is_zero() {
-        bail!("--lifetime must be at least 1 second");
+        bail!("{} must be at least 1 second", crate::opt("lifetime"));
     }
     Ok(skua_net::issue_join_token_at(key, lifetime, now_secs())?)
 }

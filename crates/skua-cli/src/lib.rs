@@ -21,13 +21,14 @@ mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
 mod table;
+mod tools_cmd;
 mod userprio;
 
 pub use submit_cmd::build_submission;
 
 /// Skua: a high-throughput batch system speaking HTCondor's language.
 #[derive(Parser)]
-#[command(name = "skua", version = skua_proto::SKUA_VERSION, about)]
+#[command(name = "skua", version = skua_proto::SKUA_VERSION, about, infer_long_args = true)]
 struct SkuaCli {
     #[command(subcommand)]
     command: SkuaCommand,
@@ -82,60 +83,172 @@ enum SkuaCommand {
     /// A job's stored checkpoint (dir, list, get), like condor_evicted_files.
     #[command(name = "evicted_files", subcommand)]
     EvictedFiles(evicted_cmd::EvictedCommand),
+    /// Authenticate to a daemon and show what it grants, like condor_ping.
+    Ping(tools_cmd::PingArgs),
+    /// The jobs running on this machine's slots, like condor_who.
+    Who(tools_cmd::WhoArgs),
+    /// Skua's version in HTCondor's form, like condor_version.
+    Version(tools_cmd::VersionArgs),
+    /// Ask the negotiator for a negotiation cycle now, like condor_reschedule.
+    Reschedule(tools_cmd::RescheduleArgs),
+    /// Print configuration values, like condor_config_val (`skua config get`).
+    #[command(name = "config_val")]
+    ConfigVal(config_cmd::ConfigValArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
 /// HTCondor's tools take them.
 const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
-    "status", "q", "rm", "hold", "release", "history", "qedit", "prio", "submit", "vacate",
-    "drain", "userprio", "token",
+    "status",
+    "q",
+    "rm",
+    "hold",
+    "release",
+    "history",
+    "qedit",
+    "prio",
+    "submit",
+    "vacate",
+    "drain",
+    "userprio",
+    "token",
+    "ping",
+    "who",
+    "version",
+    "config_val",
+    "reschedule",
 ];
 
+/// The command line as clap is given it, and the spelling the user typed
+/// of each argument rewritten for clap (`--total` typed as `-total`).
+struct Rewritten {
+    args: Vec<std::ffi::OsString>,
+    typed: Vec<(String, String)>,
+    single_dash: bool,
+}
+
 /// HTCondor's tools take long options with one dash (`-constraint`,
-/// `-af`); accept them as well as `--constraint`.
-fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let mut out = Vec::new();
-    let mut in_status = false;
+/// `-af`); accept them as well as `--constraint`. `-af:QUALIFIERS` (and
+/// `-autoformat:`) becomes `--af-qualifiers=QUALIFIERS --af`; `-help`
+/// asks for help with every command.
+fn htcondor_style_args(args: impl Iterator<Item = std::ffi::OsString>) -> Rewritten {
+    let mut out = Rewritten {
+        args: Vec::new(),
+        typed: Vec::new(),
+        single_dash: false,
+    };
+    let mut htcondor_style = false;
+    let mut after_double_dash = false;
     for a in args {
-        let s = a.to_string_lossy();
-        if out.len() == 1 {
-            in_status = HTCONDOR_STYLE_COMMANDS.contains(&s.as_ref());
+        let s = a.to_string_lossy().into_owned();
+        if out.args.len() == 1 {
+            htcondor_style = HTCONDOR_STYLE_COMMANDS.contains(&s.as_str());
         }
-        if in_status
+        if s == "--" {
+            after_double_dash = true;
+        }
+        if after_double_dash || out.args.is_empty() {
+            out.args.push(a);
+            continue;
+        }
+        if s == "-help" {
+            out.typed.push(("--help".into(), s));
+            out.args.push("--help".into());
+            continue;
+        }
+        if htcondor_style
             && s.len() > 2
             && s.starts_with('-')
             && !s.starts_with("--")
             && s.as_bytes()[1].is_ascii_alphabetic()
         {
+            out.single_dash = true;
             let name = &s[1..];
-            // `-af:QUALIFIERS` / `-autoformat:QUALIFIERS`, which clap
-            // cannot take as one option
-            if let Some(q) = name
-                .strip_prefix("af:")
-                .or_else(|| name.strip_prefix("autoformat:"))
-            {
-                out.push(format!("--af-qualifiers={q}").into());
-                out.push("--af".into());
-                continue;
+            if let Some((opt, quals)) = name.split_once(':') {
+                if opt == "af" || opt == "autoformat" {
+                    out.args.push(format!("--af-qualifiers={quals}").into());
+                    out.typed.push(("--af".into(), s.clone()));
+                    out.typed.push(("--af-qualifiers".into(), s));
+                    out.args.push("--af".into());
+                    continue;
+                }
             }
-            let mapped = match name {
-                "long" => "--long".to_string(),
-                other => format!("--{other}"),
-            };
-            out.push(mapped.into());
+            let mapped = format!("--{name}");
+            let flag = mapped.split('=').next().unwrap_or(&mapped).to_string();
+            let typed = s.split('=').next().unwrap_or(&s).to_string();
+            out.typed.push((flag, typed));
+            out.args.push(mapped.into());
         } else {
-            out.push(a);
+            out.args.push(a);
         }
     }
     out
 }
 
+/// A clap error's message with each option quoted as the user typed it
+/// (`'-total'`, not `'--total'`); with one-dash options on the command
+/// line, clap's suggestions are spelled with one dash too.
+fn as_typed(message: &str, rw: &Rewritten) -> String {
+    let mut msg = message.to_string();
+    for (mapped, typed) in &rw.typed {
+        for end in ['\'', ' ', '=', '<'] {
+            msg = msg.replace(&format!("'{mapped}{end}"), &format!("'{typed}{end}"));
+        }
+    }
+    if rw.single_dash {
+        msg = msg
+            .split_inclusive('\n')
+            .map(|line| {
+                let line = line.replace("'--", "'-");
+                if line.starts_with("Usage:") {
+                    line.replace(" --", " -")
+                } else {
+                    line
+                }
+            })
+            .collect();
+    }
+    msg
+}
+
+/// Whether this command line spells long options with one dash (HTCondor's
+/// way): the commands' own messages then name options that way too.
+static ONE_DASH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// A long option's name as the user's command line spells options
+/// (`-join` or `--join`), for the commands' own error messages.
+pub(crate) fn opt(name: &str) -> String {
+    if ONE_DASH.get().copied().unwrap_or(false) {
+        format!("-{name}")
+    } else {
+        format!("--{name}")
+    }
+}
+
 /// Entry point of the `skua` binary.
 pub fn main_skua() -> ExitCode {
-    let cli = SkuaCli::parse_from(htcondor_style_args(std::env::args_os()));
+    let rw = htcondor_style_args(std::env::args_os());
+    let _ = ONE_DASH.set(rw.single_dash);
+    let cli = match SkuaCli::try_parse_from(&rw.args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            eprint!("{}", as_typed(&e.render().to_string(), &rw));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     match cli.command {
         SkuaCommand::Classad(cmd) => classad_cmd::run(cmd),
         SkuaCommand::Config(args) => config_cmd::run(args),
+        SkuaCommand::ConfigVal(args) => config_cmd::config_val(args),
         SkuaCommand::Status(args) => pool_cmd::status(args),
         SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
         SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
@@ -157,6 +270,10 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Drain(a) => startd_cmd::drain(a),
         SkuaCommand::Userprio(a) => userprio::run(a),
         SkuaCommand::EvictedFiles(c) => evicted_cmd::run(c),
+        SkuaCommand::Ping(a) => tools_cmd::ping(a),
+        SkuaCommand::Who(a) => tools_cmd::who(a),
+        SkuaCommand::Version(a) => tools_cmd::version(a),
+        SkuaCommand::Reschedule(a) => tools_cmd::reschedule(a),
     }
 }
 

@@ -12,7 +12,8 @@ use skua_master::{PoolLayout, PoolOptions};
 use skua_net::{AuthLevel, Client, Endpoint};
 use skua_proto::{routes, CommandReply, DaemonCommand, MasterCommand, Query, QueryReply};
 
-use crate::ad_output::AdOutputArgs;
+use crate::ad_output::{AdOutput, AdOutputArgs};
+use crate::opt;
 use crate::status_fmt;
 
 fn home() -> Option<PathBuf> {
@@ -179,6 +180,60 @@ pub struct StatusArgs {
     /// Another pool's collector, `HOST[:PORT]` (port 9618 by default).
     #[arg(long, value_name = "HOST[:PORT]")]
     pool: Option<String>,
+    /// Only the totals that end the table (condor_status -total).
+    #[arg(long, alias = "totals")]
+    total: bool,
+    /// One row per machine, its dynamic slots rolled up
+    /// (condor_status -compact).
+    #[arg(long)]
+    compact: bool,
+    /// Only slots that can take a job now: Unclaimed, with CPUs and memory.
+    #[arg(long, conflicts_with_all = ["claimed", "run"])]
+    avail: bool,
+    /// Only claimed slots, with who runs on them and their totals.
+    #[arg(long)]
+    claimed: bool,
+    /// The slots running jobs: the same as `-claimed`.
+    #[arg(long)]
+    run: bool,
+    /// A printf-style format for an attribute (repeatable, applied in
+    /// order, with no newline but the formats' own: `-format "%s\n" Name`).
+    #[arg(
+        short = 'f',
+        long = "format",
+        num_args = 2,
+        value_names = ["FMT", "ATTR"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    format: Vec<String>,
+    /// Ask this host's daemon directly instead of the collector.
+    #[arg(long, value_name = "HOST")]
+    direct: Option<String>,
+}
+
+/// The constraint `-avail` adds (condor_status's).
+const AVAIL_CONSTRAINT: &str = "State == \"Unclaimed\" && Cpus > 0 && Memory > 0";
+/// The constraint `-claimed` and `-run` add.
+const CLAIMED_CONSTRAINT: &str = "State == \"Claimed\"";
+
+/// Whether an `-af` argument names an attribute (rather than being an
+/// expression).
+fn plain_attribute_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Two constraints that must both hold.
+fn and_constraints(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("({a}) && ({b})")),
+        (Some(x), None) | (None, Some(x)) => Some(x.to_string()),
+        (None, None) => None,
+    }
 }
 
 pub fn status(a: StatusArgs) -> ExitCode {
@@ -202,12 +257,54 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     if let Some(c) = &a.constraint {
         classad::parse_expr(c).with_context(|| format!("-constraint {c:?}"))?;
     }
+    if let Some(host) = &a.direct {
+        bail!(
+            "-direct {host}: Skua's daemons do not answer queries for their ads themselves \
+             (every ad reaches the tools through the collector); ask the collector for that \
+             host's ads instead: skua status -constraint 'Machine == \"{host}\"'"
+        );
+    }
+    let slots = ad_type == "Machine";
+    let claimed = a.claimed || a.run;
+    if (a.compact || a.avail || claimed) && !slots {
+        bail!("-compact, -avail, -claimed and -run apply to slot (machine) ads only");
+    }
+    let mut compact = a.compact;
+    if compact && a.total {
+        eprintln!("Warning: ignoring -compact option because -total option is also set");
+        compact = false;
+    }
+    let af_options = match &a.output.af_qualifiers {
+        Some(q) => Some(crate::print_fmt::AfOptions::parse(q).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let format_pairs: Vec<(String, String)> = a
+        .format
+        .chunks(2)
+        .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+        .collect();
+    let mode_constraint = if a.avail {
+        Some(AVAIL_CONSTRAINT)
+    } else if claimed {
+        Some(CLAIMED_CONSTRAINT)
+    } else {
+        None
+    };
     let config = load_config()?;
     let client = collector_client(&config, a.pool.as_deref(), Duration::from_secs(20))?;
     let q = Query {
         ad_type: ad_type.to_string(),
-        constraint: a.constraint.clone(),
-        projection: a.output.af.clone(),
+        constraint: and_constraints(a.constraint.as_deref(), mode_constraint),
+        // the collector projects attribute names: an expression's
+        // attributes (and theirs) are only sure to be there in whole ads
+        projection: if format_pairs.is_empty()
+            && !af_options.as_ref().is_some_and(|o| o.job_id)
+            && a.output.af.iter().all(|x| plain_attribute_name(x))
+        {
+            a.output.af.clone()
+        } else {
+            Vec::new()
+        },
     };
     let reply: QueryReply =
         runtime()?.block_on(client.command(&routes::COLLECTOR_QUERY, Some(&q)))?;
@@ -224,14 +321,35 @@ fn status_inner(a: StatusArgs) -> Result<ExitCode> {
     };
     ads.sort_by_key(key);
     let now = skua_daemon::now_secs();
-    let out = if let Some(form) = a.output.chosen() {
-        form.render(&ads, now)
-    } else if a.state && ad_type == "Machine" {
-        status_fmt::format_state(&ads, now)
-    } else if ad_type == "Negotiator" {
-        status_fmt::format_negotiators(&ads, now, crate::queue_cmd::utc_offset(now))
-    } else {
-        status_fmt::format_default(ad_type, &ads, now)
+    let chosen = a.output.chosen();
+    let out = match chosen {
+        Some(form @ (AdOutput::Json | AdOutput::Long)) => form.render(&ads, now),
+        _ if a.total => {
+            if !slots {
+                match ad_type {
+                    "Scheduler" => status_fmt::schedd_totals(&ads, now),
+                    _ => String::new(),
+                }
+            } else if claimed {
+                status_fmt::claimed_totals(&ads, now)
+            } else {
+                status_fmt::machine_totals(&ads, now)
+            }
+        }
+        Some(AdOutput::Autoformat(attrs)) => match &af_options {
+            Some(o) => crate::print_fmt::format_autoformat_with(&ads, &attrs, o, now),
+            None => crate::ad_output::format_autoformat(&ads, &attrs, now),
+        },
+        None if !format_pairs.is_empty() => {
+            crate::print_fmt::format_custom(&ads, &format_pairs, now)
+        }
+        None if compact => status_fmt::format_compact(&ads, now),
+        None if claimed => status_fmt::format_claimed(&ads, now),
+        None if a.state && slots => status_fmt::format_state(&ads, now),
+        None if ad_type == "Negotiator" => {
+            status_fmt::format_negotiators(&ads, now, crate::queue_cmd::utc_offset(now))
+        }
+        None => status_fmt::format_default(ad_type, &ads, now),
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
@@ -314,12 +432,15 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             )?;
             if a.join {
                 if !a.authz.is_empty() || a.token_file.is_some() {
-                    bail!("--join takes only --lifetime");
+                    bail!("{} takes only {}", opt("join"), opt("lifetime"));
                 }
                 println!("{}", crate::join_cmd::join_token(&key, a.lifetime)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let identity = a.identity.as_deref().context("--identity is required")?;
+            let identity = a
+                .identity
+                .as_deref()
+                .with_context(|| format!("{} is required", opt("identity")))?;
             let levels: Vec<AuthLevel> = if a.authz.is_empty() {
                 vec![AuthLevel::Read, AuthLevel::Write]
             } else {
@@ -327,7 +448,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
                     .iter()
                     .map(|l| {
                         l.parse::<AuthLevel>()
-                            .map_err(|e| anyhow::anyhow!("--authz {l}: {e:?}"))
+                            .map_err(|e| anyhow::anyhow!("{} {l}: {e:?}", opt("authz")))
                     })
                     .collect::<Result<_>>()?
             };
@@ -339,7 +460,7 @@ pub fn token(cmd: TokenCommand) -> ExitCode {
             )?;
             if let Some(name) = &a.token_file {
                 if name.contains('/') {
-                    bail!("--token-file takes a file name, not a path");
+                    bail!("{} takes a file name, not a path", opt("token-file"));
                 }
                 let dirs = skua_daemon::security::token_dirs(&config, home().as_deref())?;
                 let dir = dirs.first().context("no token directory is configured")?;

@@ -134,9 +134,6 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
         col("Mem", 4, Align::Right),
         col_joined("  ActvtyTime", 12, Align::Right),
     ]);
-    let mut keys: BTreeMap<String, [u64; 9]> = BTreeMap::new();
-    let mut total = [0u64; 9];
-    let mut malformed = 0usize;
     for ad in ads {
         let load = ev
             .real(ad, "LoadAvg")
@@ -160,12 +157,40 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
             or_missing(ev.int(ad, "Memory").map(|m| m.to_string())),
             activity_time,
         ]);
+    }
+    let mut out = table.to_text();
+    out.push('\n');
+    out.push_str(&machine_totals(ads, now));
+    out
+}
 
-        let (Some(arch), Some(opsys)) = (ev.string(ad, "Arch"), ev.string(ad, "OpSys")) else {
+/// The `Arch/OpSys` key of a slot's totals row.
+fn platform_key(ev: &mut Eval, ad: &ClassAd) -> Option<String> {
+    let (arch, opsys) = (ev.string(ad, "Arch")?, ev.string(ad, "OpSys")?);
+    Some(format!("{arch}/{opsys}"))
+}
+
+/// The totals by state of slot ads, keyed by `key` (a slot without a key
+/// or a known State is counted as left out), rendered as condor_status
+/// does; `-total` prints only this. No ads, no output.
+fn state_totals(
+    ads: &[ClassAd],
+    now: i64,
+    mut key: impl FnMut(&mut Eval, &ClassAd) -> Option<String>,
+) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let mut keys: BTreeMap<String, [u64; 9]> = BTreeMap::new();
+    let mut total = [0u64; 9];
+    let mut malformed = 0usize;
+    for ad in ads {
+        let Some(k) = key(&mut ev, ad) else {
             malformed += 1;
             continue;
         };
-        let row = keys.entry(format!("{arch}/{opsys}")).or_default();
+        let row = keys.entry(k).or_default();
         let backfill_slot = ev.is_true(ad, "SlotBackfill");
         match ev
             .string(ad, "State")
@@ -184,9 +209,7 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
             }
         }
     }
-
-    let mut out = table.to_text();
-    out.push('\n');
+    let mut out = String::new();
     let shown = if total[BACKFILL] + total[BK_IDLE] > 0 {
         TOTALS_COLS.len()
     } else {
@@ -212,6 +235,302 @@ pub fn format_machines(ads: &[ClassAd], now: i64) -> String {
         ));
     }
     out
+}
+
+/// The totals that end the slot table, by Arch/OpSys (what `-total`
+/// prints alone).
+pub fn machine_totals(ads: &[ClassAd], now: i64) -> String {
+    state_totals(ads, now, platform_key)
+}
+
+/// `-claimed` (and `-run`): the claimed slots with who runs on them (Name,
+/// OpSys, Arch, LoadAv, RemoteUser, ClientMachine), then their totals by
+/// Arch/OpSys (Machines, MIPS, KFLOPS, AvgLoadAvg). No ads, no output.
+pub fn format_claimed(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let mut table = Table::new([
+        col("Name", 18, Align::Left),
+        col("OpSys", 10, Align::Left),
+        col("Arch", 6, Align::Left),
+        col("LoadAv", 6, Align::Right),
+        col("RemoteUser", 20, Align::Left),
+        col("ClientMachine", 0, Align::Left),
+    ]);
+    for ad in ads {
+        table.row(vec![
+            or_missing(ev.string(ad, "Name")),
+            or_missing(ev.string(ad, "OpSys")),
+            or_missing(ev.string(ad, "Arch")),
+            or_missing(ev.real(ad, "LoadAvg").map(|l| format!("{l:.3}"))),
+            or_missing(ev.string(ad, "RemoteUser")),
+            or_missing(ev.string(ad, "ClientMachine")),
+        ]);
+    }
+    let mut out = table.to_text();
+    out.push('\n');
+    out.push_str(&claimed_totals(ads, now));
+    out
+}
+
+/// The totals of `-claimed`: per Arch/OpSys the slots, their MIPS and
+/// KFLOPS summed and their mean LoadAvg.
+pub fn claimed_totals(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    // (slots, mips, kflops, load sum)
+    let mut keys: BTreeMap<String, (u64, i64, i64, f64)> = BTreeMap::new();
+    let mut total = (0u64, 0i64, 0i64, 0f64);
+    for ad in ads {
+        let Some(k) = platform_key(&mut ev, ad) else {
+            continue;
+        };
+        let mips = ev.int(ad, "Mips").unwrap_or(0);
+        let kflops = ev.int(ad, "KFlops").unwrap_or(0);
+        let load = ev.real(ad, "LoadAvg").unwrap_or(0.0);
+        for t in [keys.entry(k).or_default(), &mut total] {
+            t.0 += 1;
+            t.1 += mips;
+            t.2 += kflops;
+            t.3 += load;
+        }
+    }
+    let key_width = keys.keys().map(|k| width(k)).max().unwrap_or(0).max(14);
+    let line = |key: &str, t: &(u64, i64, i64, f64)| {
+        let avg = if t.0 > 0 { t.3 / t.0 as f64 } else { 0.0 };
+        format!(
+            "{key:>key_width$} {:>9}  {:>11}  {:>11}   {avg:.3}\n",
+            t.0, t.1, t.2
+        )
+    };
+    let mut out = format!(
+        "{:key_width$} {:>9}  {:>11}  {:>11}  {:>11}\n\n",
+        "", "Machines", "MIPS", "KFLOPS", "AvgLoadAvg"
+    );
+    for (k, t) in &keys {
+        out.push_str(&line(k, t));
+    }
+    out.push('\n');
+    out.push_str(&line("Total", &total));
+    out
+}
+
+/// The slot ads `-compact` shows, grouped by machine: a machine's row
+/// sums its partitionable and static slots and rolls up its dynamic ones.
+#[derive(Default)]
+struct CompactRow {
+    machine: String,
+    platform: String,
+    job_slots: u64,
+    cpus: f64,
+    gpus: f64,
+    total_mb: f64,
+    free_cpus: f64,
+    free_mb: f64,
+    load: Option<(f64, f64)>,
+    states: Vec<(String, String)>,
+    own_state: Option<(String, String)>,
+    job_starts: f64,
+    max_slot_mb: Option<f64>,
+}
+
+/// HTCondor's one-letter codes of a state and of an activity (`#` when
+/// unknown).
+fn state_code(state: &str) -> char {
+    match state.to_ascii_lowercase().as_str() {
+        "owner" => 'O',
+        "unclaimed" => 'U',
+        "matched" => 'M',
+        "claimed" => 'C',
+        "preempting" => 'P',
+        "drained" => 'D',
+        "backfill" => 'B',
+        _ => '#',
+    }
+}
+
+fn activity_code(activity: &str) -> char {
+    match activity.to_ascii_lowercase().as_str() {
+        "idle" => 'i',
+        "busy" => 'b',
+        "retiring" => 'r',
+        "vacating" => 'v',
+        "suspended" => 's',
+        "killing" => 'k',
+        "benchmarking" => 'e',
+        _ => '#',
+    }
+}
+
+/// The `ST` of a compact row: the state and activity codes its job slots
+/// agree on, `#` for either where they differ (a Preempting slot makes
+/// the state `P`).
+fn consensus(states: &[(String, String)]) -> String {
+    let pick = |codes: Vec<char>, wins: Option<char>| -> char {
+        if wins.is_some_and(|w| codes.contains(&w)) {
+            return wins.unwrap_or('#');
+        }
+        match codes.first() {
+            Some(&c) if codes.iter().all(|&x| x == c) => c,
+            Some(_) => '#',
+            None => '#',
+        }
+    };
+    let s = pick(
+        states.iter().map(|(s, _)| state_code(s)).collect(),
+        Some('P'),
+    );
+    let a = pick(states.iter().map(|(_, a)| activity_code(a)).collect(), None);
+    format!("{s}{a}")
+}
+
+/// The Platform column: short arch (`x64`, `x86`, else as advertised) and
+/// OpSysAndVer (else OpSys).
+fn compact_platform(ev: &mut Eval, ad: &ClassAd) -> String {
+    let arch = match ev.string(ad, "Arch").as_deref() {
+        Some("X86_64") => "x64".to_string(),
+        Some("INTEL") => "x86".to_string(),
+        Some(a) => a.to_string(),
+        None => MISSING.to_string(),
+    };
+    let os = ev
+        .string(ad, "OpSysAndVer")
+        .or_else(|| ev.string(ad, "OpSys"))
+        .unwrap_or_else(|| MISSING.to_string());
+    format!("{arch}/{os}")
+}
+
+fn compact_rows(ads: &[ClassAd], now: i64) -> Vec<CompactRow> {
+    let mut ev = Eval::new(now);
+    let mut rows: Vec<CompactRow> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    for ad in ads {
+        let machine = ev
+            .string(ad, "Machine")
+            .or_else(|| ev.string(ad, "Name"))
+            .unwrap_or_else(|| MISSING.to_string());
+        let i = *index.entry(machine.clone()).or_insert_with(|| {
+            rows.push(CompactRow {
+                machine: machine.clone(),
+                ..CompactRow::default()
+            });
+            rows.len() - 1
+        });
+        let platform = compact_platform(&mut ev, ad);
+        let r = &mut rows[i];
+        r.platform = platform;
+        let partitionable = ev.is_true(ad, "PartitionableSlot");
+        let dynamic = ev.is_true(ad, "DynamicSlot");
+        let cpus = ev.real(ad, "Cpus").unwrap_or(0.0);
+        let mem = ev.real(ad, "Memory").unwrap_or(0.0);
+        let state = ev.string(ad, "State").unwrap_or_default();
+        let activity = ev.string(ad, "Activity").unwrap_or_default();
+        if r.load.is_none() {
+            if let (Some(l), Some(c)) = (ev.real(ad, "TotalLoadAvg"), ev.real(ad, "TotalCpus")) {
+                r.load = Some((l, c));
+            }
+        }
+        r.job_starts += ev.real(ad, "RecentJobStarts").unwrap_or(0.0);
+        if !dynamic {
+            r.cpus += ev.real(ad, "TotalSlotCpus").unwrap_or(cpus);
+            r.gpus += ev
+                .real(ad, "TotalSlotGPUs")
+                .or_else(|| ev.real(ad, "GPUs"))
+                .unwrap_or(0.0);
+            r.total_mb += ev.real(ad, "TotalSlotMemory").unwrap_or(mem);
+        }
+        if partitionable {
+            r.free_cpus += cpus;
+            r.free_mb += mem;
+            r.own_state = Some((state, activity));
+            continue;
+        }
+        r.job_slots += 1;
+        if state.eq_ignore_ascii_case("Unclaimed") {
+            r.free_cpus += cpus;
+            r.free_mb += mem;
+        }
+        r.max_slot_mb = Some(r.max_slot_mb.map_or(mem, |m: f64| m.max(mem)));
+        r.states.push((state, activity));
+    }
+    rows
+}
+
+/// `-compact`: one row per machine (Machine, Platform, Slots, Cpus, Gpus,
+/// TotalGb, FreCpu, FreeGb, CpuLoad, ST, Jobs/Min, MaxSlotGb), then the
+/// totals by Platform. No ads, no output.
+pub fn format_compact(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let gb = |mb: f64| format!("{:.2}", mb / 1024.0);
+    let mut table = Table::new([
+        col("Machine", 18, Align::Left),
+        col("Platform", 10, Align::Left),
+        col("Slots", 5, Align::Right),
+        col("Cpus", 4, Align::Right),
+        col("Gpus", 4, Align::Right),
+        col("TotalGb", 7, Align::Right),
+        col("FreCpu", 6, Align::Right),
+        col(" FreeGb", 7, Align::Right),
+        col("CpuLoad", 7, Align::Right),
+        col("ST", 2, Align::Left),
+        col("Jobs/Min", 8, Align::Right),
+        col("MaxSlotGb", 9, Align::Right),
+    ]);
+    for r in compact_rows(ads, now) {
+        let st = if r.states.is_empty() {
+            r.own_state
+                .as_ref()
+                .map(|s| consensus(std::slice::from_ref(s)))
+                .unwrap_or_else(|| "##".into())
+        } else {
+            consensus(&r.states)
+        };
+        table.row(vec![
+            r.machine,
+            r.platform,
+            r.job_slots.to_string(),
+            format!("{}", r.cpus.round() as i64),
+            format!("{}", r.gpus.round() as i64),
+            gb(r.total_mb),
+            format!("{}", r.free_cpus.round() as i64),
+            gb(r.free_mb),
+            r.load
+                .map(|(l, c)| format!("{:.2}", if c > 0.0 { l / c } else { 0.0 }))
+                .unwrap_or_else(|| MISSING.to_string()),
+            st,
+            format!("{:.2}", r.job_starts / 20.0),
+            r.max_slot_mb.map(gb).unwrap_or_else(|| "*".into()),
+        ]);
+    }
+    let mut out = table.to_text();
+    out.push('\n');
+    out.push_str(&compact_totals(ads, now));
+    out
+}
+
+/// The totals of `-compact`: by Platform, every static and dynamic slot by
+/// its state, and a partitionable slot with CPUs left as one Unclaimed
+/// slot.
+pub fn compact_totals(ads: &[ClassAd], now: i64) -> String {
+    let mut ev = Eval::new(now);
+    let counted: Vec<ClassAd> = ads
+        .iter()
+        .filter(|ad| {
+            !ev.is_true(ad, "PartitionableSlot") || ev.real(ad, "Cpus").unwrap_or(0.0) > 0.0
+        })
+        .cloned()
+        .collect();
+    state_totals(&counted, now, compact_platform_key)
+}
+
+fn compact_platform_key(ev: &mut Eval, ad: &ClassAd) -> Option<String> {
+    Some(compact_platform(ev, ad))
 }
 
 // ----------------------------------------------------------------------
@@ -264,15 +583,29 @@ pub fn format_schedds(ads: &[ClassAd], now: i64) -> String {
     let mut ev = Eval::new(now);
     let mut table = Table::new(JOB_COUNT_COLS);
     let counts = ["TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"];
+    for ad in ads {
+        table.row(job_count_row(&mut ev, ad, &counts));
+    }
+    let mut out = table.to_text();
+    out.push('\n');
+    out.push_str(&schedd_totals(ads, now));
+    out
+}
+
+/// The totals of `-schedd` (what `-schedd -total` prints alone).
+pub fn schedd_totals(ads: &[ClassAd], now: i64) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let mut ev = Eval::new(now);
+    let counts = ["TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"];
     let mut total = [0u64; 3];
     for ad in ads {
         for (t, name) in total.iter_mut().zip(counts) {
             *t += ev.int(ad, name).unwrap_or(0).max(0) as u64;
         }
-        table.row(job_count_row(&mut ev, ad, &counts));
     }
-    let mut out = table.to_text();
-    out.push('\n');
+    let mut out = String::new();
     // All schedds share one (blank) key: its line carries no numbers.
     render_totals(
         14,
@@ -843,6 +1176,209 @@ Pool B@cm.b.test cm.b.test           3          4          2
                 "Suspen",
                 "0+00:00:10"
             ]
+        );
+    }
+
+    fn claimed_slot(name: &str, user: &str, load: f64) -> ClassAd {
+        let mut a = slot(name, "Claimed", "Busy", load, 1024, 60);
+        a.insert_value("RemoteUser", user);
+        a.insert_value("ClientMachine", "submit.test");
+        a.insert_value("Mips", 1000_i64);
+        a.insert_value("KFlops", 200_i64);
+        a
+    }
+
+    #[test]
+    fn totals_alone_are_the_end_of_the_slot_table() {
+        let ads = [
+            slot("a1", "Claimed", "Busy", 1.0, 100, 0),
+            slot("a2", "Unclaimed", "Idle", 0.0, 100, 0),
+        ];
+        let full = format_machines(&ads, NOW);
+        let totals = machine_totals(&ads, NOW);
+        assert!(full.ends_with(&format!("\n\n{totals}")), "{full}");
+        assert_eq!(
+            totals,
+            "               Total Owner Claimed Unclaimed Matched Preempting  Drain
+
+  X86_64/LINUX     2     0       1         1       0          0      0
+
+         Total     2     0       1         1       0          0      0
+"
+        );
+        assert_eq!(machine_totals(&[], NOW), "");
+    }
+
+    #[test]
+    fn claimed_table_shows_who_runs_where_and_run_totals() {
+        let ads = [
+            claimed_slot("slot1@e1", "alice@test", 1.0),
+            claimed_slot("slot2@e1", "bob@test", 0.5),
+        ];
+        let expected = "\
+Name     OpSys Arch   LoadAv RemoteUser           ClientMachine
+
+slot1@e1 LINUX X86_64  1.000 alice@test           submit.test
+slot2@e1 LINUX X86_64  0.500 bob@test             submit.test
+
+                Machines         MIPS       KFLOPS   AvgLoadAvg
+
+  X86_64/LINUX         2         2000          400   0.750
+
+         Total         2         2000          400   0.750
+";
+        let out = format_claimed(&ads, NOW);
+        // the table's minimum widths make short names wider
+        let head = out.lines().next().unwrap();
+        assert!(
+            head.starts_with("Name               OpSys      Arch   LoadAv RemoteUser"),
+            "{head}"
+        );
+        let got_totals: Vec<&str> = out.lines().skip(5).collect();
+        let want_totals: Vec<&str> = expected.lines().skip(5).collect();
+        assert_eq!(got_totals, want_totals, "{out}");
+        assert_eq!(
+            claimed_totals(&ads, NOW),
+            expected
+                .lines()
+                .skip(5)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        );
+    }
+
+    #[test]
+    fn compact_rolls_dynamic_slots_into_their_machine() {
+        let mut p = slot("slot1@e1", "Unclaimed", "Idle", 0.0, 2048, 0);
+        p.insert_value("Machine", "e1");
+        p.insert_value("PartitionableSlot", true);
+        p.insert_value("Cpus", 2_i64);
+        p.insert_value("TotalSlotCpus", 4_i64);
+        p.insert_value("TotalSlotMemory", 4096_i64);
+        p.insert_value("TotalLoadAvg", 2.0);
+        p.insert_value("TotalCpus", 4_i64);
+        p.insert_value("OpSysAndVer", "Ubuntu22");
+        let dynamic = |n: &str, act: &str, mem: i64| {
+            let mut d = slot(n, "Claimed", act, 1.0, mem, 0);
+            d.insert_value("Machine", "e1");
+            d.insert_value("DynamicSlot", true);
+            d.insert_value("Cpus", 1_i64);
+            d.insert_value("OpSysAndVer", "Ubuntu22");
+            d
+        };
+        let mut s1 = slot("slot1@e2", "Unclaimed", "Idle", 0.0, 1024, 0);
+        s1.insert_value("Machine", "e2");
+        s1.insert_value("Cpus", 1_i64);
+        s1.insert_value("TotalLoadAvg", 0.0);
+        s1.insert_value("TotalCpus", 2_i64);
+        let mut s2 = s1.clone();
+        s2.insert_value("Name", "slot2@e2");
+        let ads = [
+            p,
+            dynamic("slot1_1@e1", "Busy", 1024),
+            dynamic("slot1_2@e1", "Retiring", 512),
+            s1,
+            s2,
+        ];
+        let out = format_compact(&ads, NOW);
+        let lines: Vec<&str> = out.lines().collect();
+        let head: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(
+            head,
+            [
+                "Machine",
+                "Platform",
+                "Slots",
+                "Cpus",
+                "Gpus",
+                "TotalGb",
+                "FreCpu",
+                "FreeGb",
+                "CpuLoad",
+                "ST",
+                "Jobs/Min",
+                "MaxSlotGb"
+            ]
+        );
+        let row = |i: usize| -> Vec<&str> { lines[i].split_whitespace().collect() };
+        assert_eq!(
+            row(2),
+            [
+                "e1",
+                "x64/Ubuntu22",
+                "2",
+                "4",
+                "0",
+                "4.00",
+                "2",
+                "2.00",
+                "0.50",
+                "C#",
+                "0.00",
+                "1.00"
+            ]
+        );
+        assert_eq!(
+            row(3),
+            [
+                "e2",
+                "x64/LINUX",
+                "2",
+                "2",
+                "0",
+                "2.00",
+                "2",
+                "2.00",
+                "0.00",
+                "Ui",
+                "0.00",
+                "1.00"
+            ]
+        );
+        // totals by platform: the two dynamic slots, the p-slot with CPUs
+        // left as one Unclaimed, the two static slots
+        let totals = &lines[5..];
+        let cells = |l: &str| -> Vec<String> { l.split_whitespace().map(str::to_string).collect() };
+        assert_eq!(
+            cells(totals[2]),
+            ["x64/LINUX", "2", "0", "0", "2", "0", "0", "0"]
+        );
+        assert_eq!(
+            cells(totals[3]),
+            ["x64/Ubuntu22", "3", "0", "2", "1", "0", "0", "0"]
+        );
+        assert_eq!(
+            cells(totals[5]),
+            ["Total", "5", "0", "2", "3", "0", "0", "0"]
+        );
+    }
+
+    #[test]
+    fn compact_state_codes_agree_or_hash() {
+        let st = |v: &[(&str, &str)]| {
+            consensus(
+                &v.iter()
+                    .map(|(s, a)| (s.to_string(), a.to_string()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(st(&[("Claimed", "Busy"), ("Claimed", "Busy")]), "Cb");
+        assert_eq!(st(&[("Claimed", "Busy"), ("Unclaimed", "Idle")]), "##");
+        assert_eq!(st(&[("Claimed", "Busy"), ("Preempting", "Vacating")]), "P#");
+        assert_eq!(st(&[("Drained", "Retiring")]), "Dr");
+    }
+
+    #[test]
+    fn schedd_totals_alone() {
+        let a = ad("Name = \"s\"\nMachine = \"s\"\nTotalRunningJobs = 1\nTotalIdleJobs = 2\nTotalHeldJobs = 3\n");
+        let full = format_schedds(std::slice::from_ref(&a), NOW);
+        let totals = schedd_totals(&[a], NOW);
+        assert!(full.ends_with(&totals));
+        assert!(
+            totals
+                .trim_end()
+                .ends_with("Total                 1                  2                  3"),
+            "{totals}"
         );
     }
 }

@@ -185,6 +185,7 @@ impl Listening {
         ad.insert_value("MyAddress", self.sinful.as_str());
         ad.insert_value("DaemonStartTime", self.start_time);
         ad.insert_value("CondorVersion", skua_proto::CONDOR_VERSION);
+        ad.insert_value("CondorPlatform", skua_proto::condor_platform());
         ad
     }
 
@@ -262,6 +263,7 @@ mod tests {
             text("CondorVersion").as_deref(),
             Some(skua_proto::CONDOR_VERSION)
         );
+        assert_eq!(text("CondorPlatform"), Some(skua_proto::condor_platform()));
         assert!(ad.lookup("DaemonStartTime").is_some());
 
         let file = up.address_file.clone();

@@ -66,12 +66,37 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// `skuad --version` print.
 pub const SKUA_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The `CondorVersion` of every Skua ad: HTCondor's `$CondorVersion: ... $`
-/// form with Skua's release as its second word, which is what
-/// condor_submit's default Requirements read
-/// (`versionGE(split(TARGET.CondorVersion)[1], ...)`) and what `skua status`
-/// shows as a daemon's version.
-pub const CONDOR_VERSION: &str = concat!("$CondorVersion: ", env!("CARGO_PKG_VERSION"), " Skua $");
+/// The HTCondor release whose behaviour Skua follows (the configuration's
+/// `CONDOR_VERSION` default is the same): the version number every Skua ad
+/// carries, so that expressions written for HTCondor that compare versions
+/// (condor_submit's default Requirements test
+/// `versionGE(split(TARGET.CondorVersion)[1], "25.12.0")`) treat a Skua
+/// daemon as that release.
+pub const HTCONDOR_COMPATIBLE_VERSION: &str = "25.14.1";
+
+/// The `CondorVersion` of every Skua ad, in HTCondor's form
+/// `$CondorVersion: <version> <date> BuildID: <id> $`: the second word is
+/// [`HTCONDOR_COMPATIBLE_VERSION`] (what version comparisons read and what
+/// `skua status -master` shows), the build id names Skua's own release.
+pub const CONDOR_VERSION: &str = concat!(
+    "$CondorVersion: 25.14.1 2026-11-24 BuildID: Skua-",
+    env!("CARGO_PKG_VERSION"),
+    " $"
+);
+
+/// HTCondor's `$CondorPlatform: <ARCH>-<OS> $` for this build
+/// (`$CondorPlatform: X86_64-Linux $`), as `skua version` prints it.
+pub fn condor_platform() -> String {
+    let os = match std::env::consts::OS {
+        "linux" => "Linux".to_string(),
+        "macos" => "MacOSX".to_string(),
+        other => other.to_string(),
+    };
+    format!(
+        "$CondorPlatform: {}-{os} $",
+        std::env::consts::ARCH.to_ascii_uppercase()
+    )
+}
 
 /// Name of the HTTP header carrying [`PROTOCOL_VERSION`].
 pub const PROTOCOL_HEADER: &str = "Skua-Protocol";
@@ -81,10 +106,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_condor_version_carries_skuas_release_as_its_second_word() {
+    fn the_condor_version_is_htcondors_form_with_skuas_release_as_build_id() {
         let words: Vec<&str> = CONDOR_VERSION.split_whitespace().collect();
         assert_eq!(words.first(), Some(&"$CondorVersion:"));
-        assert_eq!(words.get(1), Some(&SKUA_VERSION));
+        assert_eq!(words.get(1), Some(&HTCONDOR_COMPATIBLE_VERSION));
+        // a date in HTCondor's ISO form, then the build id
+        let date = words.get(2).expect("a date");
+        assert_eq!(date.len(), 10, "{date}");
+        assert_eq!(date.matches('-').count(), 2, "{date}");
+        assert_eq!(words.get(3), Some(&"BuildID:"));
+        assert_eq!(
+            words.get(4).copied(),
+            Some(format!("Skua-{SKUA_VERSION}").as_str())
+        );
         assert_eq!(words.last(), Some(&"$"));
+        if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            assert_eq!(condor_platform(), "$CondorPlatform: X86_64-Linux $");
+        }
     }
 }
