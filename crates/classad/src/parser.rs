@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::ad::ClassAd;
+use crate::ad::{AdBuilder, ClassAd};
 use crate::ast::{BinOp, Call, Expr, UnOp};
 use crate::error::ParseError;
 use crate::lexer::{is_c_space, Lexer, Tok, Token};
@@ -98,10 +98,23 @@ fn bin_info(tok: &Tok) -> Option<(u8, BinOp)> {
 
 impl<'a> Parser<'a> {
     pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
+        Parser::with_check(src, opts, old_strings, true)
+    }
+
+    /// A parser; `check_nul` false when the caller has checked that `src`
+    /// holds no NUL byte.
+    fn with_check(
+        src: &'a [u8],
+        opts: ParseOptions,
+        old_strings: bool,
+        check_nul: bool,
+    ) -> PResult<Parser<'a>> {
         // Strings are C strings in the reference: a NUL byte can neither be
         // written (`\0` is rejected) nor stored, so it is rejected anywhere.
-        if let Some(at) = src.iter().position(|b| *b == 0) {
-            return Err(error_at(src, at, "input contains a NUL byte"));
+        if check_nul {
+            if let Some(at) = src.iter().position(|b| *b == 0) {
+                return Err(error_at(src, at, "input contains a NUL byte"));
+            }
         }
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let (tok, pending) = read_token(&mut lex);
@@ -330,13 +343,17 @@ impl<'a> Parser<'a> {
                 lit(Value::Real(r))
             }
             Tok::Str(_) => {
-                let mut bytes = Vec::new();
+                let Tok::Str(first) = self.advance()?.tok else {
+                    return Err(self.unexpected("a string"));
+                };
+                // Adjacent literals are one string (new syntax only).
+                if self.old || !matches!(self.tok.tok, Tok::Str(_)) {
+                    return lit(Value::Str(Arc::from(&*first)));
+                }
+                let mut bytes = first.into_owned();
                 while let Tok::Str(s) = &self.tok.tok {
                     bytes.extend_from_slice(s);
                     self.advance()?;
-                    if self.old {
-                        break;
-                    }
                 }
                 lit(Value::Str(Arc::from(bytes)))
             }
@@ -477,10 +494,10 @@ impl<'a> Parser<'a> {
     /// The attributes of a new-style ad, up to (not including) `close`.
     /// Extra semicolons are ignored.
     pub(crate) fn ad_body(&mut self, close: &'static str) -> PResult<(ClassAd, u32)> {
-        let mut ad = ClassAd::new();
+        let mut ad = AdBuilder::with_capacity(8);
         let mut d = 0;
         if self.tok.tok == Tok::Op(close) {
-            return Ok((ad, d));
+            return Ok((ad.build(), d));
         }
         loop {
             while self.tok.tok == Tok::Op(";") {
@@ -489,7 +506,7 @@ impl<'a> Parser<'a> {
             // Semicolons may separate or trail attributes, but an ad of
             // semicolons only (`[;]`) is rejected, as by the reference.
             if self.tok.tok == Tok::Op(close) && !ad.is_empty() {
-                return Ok((ad, d));
+                return Ok((ad.build(), d));
             }
             let name = self.attr_name()?;
             self.expect_op("=")?;
@@ -500,7 +517,7 @@ impl<'a> Parser<'a> {
                 continue;
             }
             if self.tok.tok == Tok::Op(close) {
-                return Ok((ad, d));
+                return Ok((ad.build(), d));
             }
             return Err(self.unexpected(&format!("`;` or `{close}`")));
         }
@@ -567,14 +584,20 @@ pub fn parse_old_ad(src: &str) -> PResult<ClassAd> {
 
 /// Old-style ad parsing with options.
 pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
-    let mut ad = ClassAd::new();
+    // One NUL check for the whole text rather than one per line.
+    let check_nul = src.as_bytes().contains(&0);
+    // About one attribute per line: sized once (within reason: the text
+    // may hold more than one ad), built before it is shared.
+    let lines = src.bytes().map(|b| usize::from(b == b'\n')).sum::<usize>() + 1;
+    let mut ad = AdBuilder::with_capacity(lines.min(256));
     let mut any = false;
     let body = src.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let skipped_lines = src[..src.len() - body.len()].matches('\n').count();
     let mut rest = body;
     let mut lineno = skipped_lines;
     while !rest.is_empty() {
-        let (line, next) = match rest.find('\n') {
+        // (a plain scan: lines are short, `find`'s set-up costs more)
+        let (line, next) = match rest.bytes().position(|b| b == b'\n') {
             // a line ending in `\r\n` loses both
             Some(i) => (
                 rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]),
@@ -587,12 +610,12 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
         if line.bytes().all(is_c_space) {
             break;
         }
-        if line.trim_start_matches([' ', '\t']).starts_with('#') {
+        if line.bytes().find(|b| !matches!(b, b' ' | b'\t')) == Some(b'#') {
             continue;
         }
-        match parse_old_line(line, opts) {
+        match old_line(line, opts, check_nul) {
             Ok((name, e)) => {
-                ad.insert(name.as_str(), e);
+                ad.insert(Name::new(name), e);
                 any = true;
             }
             Err(mut err) => {
@@ -607,7 +630,7 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
     if !any {
         return Err(ParseError::new(1, 1, "no attributes found"));
     }
-    Ok(ad)
+    Ok(ad.build())
 }
 
 /// Parses one `Name = expr` line of an old-style ad. Leading white space is
@@ -615,6 +638,13 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
 /// blanks (not tabs) removed, so it may hold any character; anything after
 /// the first complete expression is ignored.
 pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)> {
+    let (name, e) = old_line(line, opts, true)?;
+    Ok((name.to_string(), e))
+}
+
+/// [`parse_old_line`], the name borrowed from the line; `check_nul` false
+/// when the caller knows the line holds no NUL byte.
+fn old_line(line: &str, opts: ParseOptions, check_nul: bool) -> PResult<(&str, Expr)> {
     let line = line.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let eq = line
         .bytes()
@@ -625,12 +655,12 @@ pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)>
         return Err(ParseError::new(1, 1, "missing attribute name"));
     }
     let rhs = &line[eq + 1..];
-    let mut p = Parser::new(rhs.as_bytes(), opts, true)
+    let mut p = Parser::with_check(rhs.as_bytes(), opts, true, check_nul)
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
     let (e, _) = p
         .expr()
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
-    Ok((name.to_string(), e))
+    Ok((name, e))
 }
 
 #[cfg(test)]
