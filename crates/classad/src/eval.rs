@@ -279,7 +279,9 @@ impl Memo {
 
     fn clear(&mut self) {
         self.small.clear();
-        if self.map.capacity() > 4096 {
+        if self.map.is_empty() {
+            // (clearing an empty table still walks its control bytes)
+        } else if self.map.capacity() > 4096 {
             self.map = HashMap::default();
         } else {
             self.map.clear();
@@ -647,18 +649,43 @@ impl Evaluator {
     /// The reference library's `LookupInScope`: the current frame, then its
     /// lexical parents up to the root; special names where the first
     /// lookup fails.
+    #[inline]
     fn lookup_in_scope(&self, start: FrameId, sym: Sym) -> Found {
-        let mut current = start;
         // Fast path in a match: from a side's own frame, TARGET and OTHER
         // name the other side (what its context ad binds them to), unless
         // the side's ad defines such a name itself.
+        if let Some(other) = self.match_other_side(start, sym) {
+            return Found::Val(Val::Ad(other));
+        }
+        // The common case: the name is in the frame's own ad.
+        let fr = &self.frames[start as usize];
+        if fr.kind == FrameKind::Plain {
+            if let Some(e) = fr.ad.lookup_sym(sym) {
+                return Found::Expr(ExprRef(e), start);
+            }
+        }
+        self.lookup_in_scope_walk(start, sym)
+    }
+
+    /// The side of a match that `TARGET` or `OTHER` names from the frame of
+    /// the other side (what its context ad binds them to), unless that
+    /// side's ad defines such a name itself.
+    #[inline]
+    fn match_other_side(&self, start: FrameId, sym: Sym) -> Option<FrameId> {
         if self.matching
             && (start == LEFT || start == RIGHT)
             && matches!(sym, wk::TARGET | wk::OTHER)
             && !self.frames[start as usize].ad.defines_scope_names()
         {
-            return Found::Val(Val::Ad(if start == LEFT { RIGHT } else { LEFT }));
+            Some(if start == LEFT { RIGHT } else { LEFT })
+        } else {
+            None
         }
+    }
+
+    /// The rest of [`Evaluator::lookup_in_scope`]: the walk up the scopes.
+    fn lookup_in_scope_walk(&self, start: FrameId, sym: Sym) -> Found {
+        let mut current = start;
         loop {
             if let Some(found) = self.frame_lookup(current, sym) {
                 return found;
@@ -698,6 +725,7 @@ impl Evaluator {
     /// Looks up a name from `start`, falling back (HTCondor's default mode,
     /// bare names only) to the frame's alternate scope: the other side of a
     /// match.
+    #[inline]
     fn lookup_with_fallback(&self, start: FrameId, sym: Sym, bare: bool) -> Found {
         let found = self.lookup_in_scope(start, sym);
         if bare && matches!(found, Found::Undef) && !self.opts.strict {
@@ -1015,14 +1043,18 @@ impl Evaluator {
                     return Operand::Val(Val::Error);
                 }
                 // as `eval_select` does
-                match self.lookup_with_fallback(c, b.sym, true) {
-                    Found::Val(Val::Ad(f)) => self.lookup_in_scope(f, n.sym),
-                    other => {
-                        let sym = n.sym;
-                        return Operand::Val(self.nested(|ev| {
-                            let v = ev.eval_hit(other);
-                            ev.select_value(v, sym, cur)
-                        }));
+                if let Some(other) = self.match_other_side(c, b.sym) {
+                    self.lookup_in_scope(other, n.sym)
+                } else {
+                    match self.lookup_with_fallback(c, b.sym, true) {
+                        Found::Val(Val::Ad(f)) => self.lookup_in_scope(f, n.sym),
+                        other => {
+                            let sym = n.sym;
+                            return Operand::Val(self.nested(|ev| {
+                                let v = ev.eval_hit(other);
+                                ev.select_value(v, sym, cur)
+                            }));
+                        }
                     }
                 }
             }
@@ -1304,7 +1336,7 @@ pub(crate) enum Sc<'a> {
 }
 
 impl Val {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn view(&self) -> Sc<'_> {
         match self {
             Val::Undefined => Sc::Undefined,
@@ -1322,7 +1354,7 @@ impl Val {
 }
 
 /// The view of a literal: what [`lit`] would make of it, borrowed.
-#[inline]
+#[inline(always)]
 fn lit_view(v: &Value) -> Sc<'_> {
     match v {
         Value::Undefined => Sc::Undefined,
@@ -1347,7 +1379,7 @@ enum Operand<'x> {
 }
 
 impl Operand<'_> {
-    #[inline]
+    #[inline(always)]
     fn view(&self) -> Sc<'_> {
         match self {
             Operand::Lit(v) => lit_view(v),
@@ -1565,6 +1597,32 @@ pub(crate) fn binary(op: BinOp, x: Val, y: Val) -> Val {
 /// A binary operator other than `&&` and `||` on two operands seen
 /// through borrowed views (no reference count touched).
 pub(crate) fn binary_view(op: BinOp, x: &Sc, y: &Sc) -> Val {
+    // The common cases first: integers and reals, compared or combined.
+    match (*x, *y) {
+        (Sc::Int(a), Sc::Int(b)) => match op {
+            BinOp::Lt => return Val::Bool(a < b),
+            BinOp::Le => return Val::Bool(a <= b),
+            BinOp::Gt => return Val::Bool(a > b),
+            BinOp::Ge => return Val::Bool(a >= b),
+            BinOp::Eq => return Val::Bool(a == b),
+            BinOp::Ne => return Val::Bool(a != b),
+            BinOp::Add => return Val::Int(a.wrapping_add(b)),
+            BinOp::Sub => return Val::Int(a.wrapping_sub(b)),
+            BinOp::Mul => return Val::Int(a.wrapping_mul(b)),
+            BinOp::Div if b != 0 && b != -1 => return Val::Int(a / b),
+            _ => {}
+        },
+        (Sc::Real(a), Sc::Real(b)) if !a.is_nan() && !b.is_nan() => match op {
+            BinOp::Lt => return Val::Bool(a < b),
+            BinOp::Le => return Val::Bool(a <= b),
+            BinOp::Gt => return Val::Bool(a > b),
+            BinOp::Ge => return Val::Bool(a >= b),
+            BinOp::Eq => return Val::Bool(a == b),
+            BinOp::Ne => return Val::Bool(a != b),
+            _ => {}
+        },
+        _ => {}
+    }
     match op {
         BinOp::Is | BinOp::Isnt => match identical(x, y) {
             Some(same) => Val::Bool(same == (op == BinOp::Is)),

@@ -69,6 +69,17 @@ fn interner() -> &'static RwLock<Interner> {
 
 /// Interns the ASCII-lowercased form of `name`.
 pub fn intern(name: &str) -> Sym {
+    // Most names repeat: the per-thread cache answers without the global
+    // lock or hashing the folded copy.
+    let hit = CACHE.with(|c| c.borrow().get(name).map(|(sym, _)| *sym));
+    match hit {
+        Some(sym) => sym,
+        None => intern_name(name).0,
+    }
+}
+
+/// Interns the ASCII-lowercased form of `name` in the process-wide table.
+fn intern_global(name: &str) -> Sym {
     let lowered: std::borrow::Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
         std::borrow::Cow::Owned(name.to_ascii_lowercase())
     } else {
@@ -121,7 +132,7 @@ fn intern_name(text: &str) -> (Sym, Arc<str>) {
     if let Some(h) = hit {
         return h;
     }
-    let entry = (intern(text), Arc::<str>::from(text));
+    let entry = (intern_global(text), Arc::<str>::from(text));
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() > 100_000 {
