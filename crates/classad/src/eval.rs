@@ -99,6 +99,16 @@ enum AdRef {
 /// pointee outlives every use (see also [`ExprRef`]).
 struct BorrowedAd(*const ClassAd);
 
+// SAFETY: a `BorrowedAd` stands for a `&ClassAd` (and `ClassAd` is `Send`
+// and `Sync`); it is only read during the entry point that lent it, by the
+// thread running that entry point, and no frame holds one between calls
+// (`Evaluator::end`; `reset` drops any left by a panic before a frame is
+// read). So the evaluator stays `Send` and `Sync`, as daemons need.
+#[allow(unsafe_code)]
+unsafe impl Send for BorrowedAd {}
+#[allow(unsafe_code)]
+unsafe impl Sync for BorrowedAd {}
+
 impl BorrowedAd {
     #[allow(unsafe_code)]
     #[inline]
@@ -1249,6 +1259,13 @@ impl Evaluator {
         }
     }
 }
+
+/// The evaluator moves between threads (daemons evaluate on blocking
+/// threads): keep it `Send` and `Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Evaluator>();
+};
 
 pub(crate) fn lit(v: &Value) -> Val {
     match v {
