@@ -53,10 +53,25 @@ impl AdInner {
     }
 
     fn insert(&mut self, name: Name, expr: Expr) {
-        let pos = match &self.index {
-            Some(map) => map.get(&name.sym).map(|&i| i as usize),
-            None => self.names.iter().position(|n| n.sym == name.sym),
-        };
+        if let Some(map) = &mut self.index {
+            // one probe of the index, whether the name is new or not
+            match map.entry(name.sym) {
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    self.exprs[*o.get() as usize] = expr;
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(self.names.len() as u32);
+                    use crate::name::well_known as wk;
+                    if matches!(name.sym, wk::MY | wk::TARGET | wk::OTHER) {
+                        self.scope_names = true;
+                    }
+                    self.names.push(name);
+                    self.exprs.push(expr);
+                }
+            }
+            return;
+        }
+        let pos = self.names.iter().position(|n| n.sym == name.sym);
         match pos {
             Some(i) => self.exprs[i] = expr,
             None => {

@@ -69,6 +69,8 @@ pub(crate) struct Token<'a> {
 }
 
 pub(crate) struct Lexer<'a> {
+    /// The source as text (names are sliced from it) and as bytes.
+    text: &'a str,
     src: &'a [u8],
     pos: usize,
     line: u32,
@@ -112,9 +114,10 @@ fn op1(c: u8) -> &'static str {
 }
 
 impl<'a> Lexer<'a> {
-    pub(crate) fn new(src: &'a [u8], strict: bool, old_strings: bool) -> Lexer<'a> {
+    pub(crate) fn new(text: &'a str, strict: bool, old_strings: bool) -> Lexer<'a> {
         Lexer {
-            src,
+            text,
+            src: text.as_bytes(),
             pos: 0,
             line: 1,
             line_start: 0,
@@ -222,9 +225,10 @@ impl<'a> Lexer<'a> {
             {
                 self.pos += 1;
             }
-            let src: &'a [u8] = self.src;
-            // ASCII letters, digits and `_` only: always valid UTF-8.
-            let word = std::str::from_utf8(&src[s..self.pos]).unwrap_or_default();
+            let text: &'a str = self.text;
+            // ASCII letters, digits and `_` only: both ends are character
+            // boundaries.
+            let word = text.get(s..self.pos).unwrap_or_default();
             let kw = |k: &str| word.eq_ignore_ascii_case(k);
             // keywords by length first: most names are none of them
             return Ok(match word.len() {
@@ -317,7 +321,7 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
         }
-        let text = std::str::from_utf8(&self.src[s..self.pos]).unwrap_or("0");
+        let text = self.text.get(s..self.pos).unwrap_or("0");
         if is_real {
             let v: f64 = text
                 .parse()
