@@ -41,6 +41,87 @@ struct AdInner {
     parent: Option<ClassAd>,
 }
 
+impl AdInner {
+    fn with_capacity(n: usize) -> AdInner {
+        AdInner {
+            names: Vec::with_capacity(n),
+            exprs: Vec::with_capacity(n),
+            index: (n > LINEAR_LIMIT)
+                .then(|| SymMap::with_capacity_and_hasher(n, Default::default())),
+            ..AdInner::default()
+        }
+    }
+
+    fn insert(&mut self, name: Name, expr: Expr) {
+        if let Some(map) = &mut self.index {
+            // one probe of the index, whether the name is new or not
+            match map.entry(name.sym) {
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    self.exprs[*o.get() as usize] = expr;
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(self.names.len() as u32);
+                    use crate::name::well_known as wk;
+                    if matches!(name.sym, wk::MY | wk::TARGET | wk::OTHER) {
+                        self.scope_names = true;
+                    }
+                    self.names.push(name);
+                    self.exprs.push(expr);
+                }
+            }
+            return;
+        }
+        let pos = self.names.iter().position(|n| n.sym == name.sym);
+        match pos {
+            Some(i) => self.exprs[i] = expr,
+            None => {
+                let i = self.names.len();
+                use crate::name::well_known as wk;
+                if matches!(name.sym, wk::MY | wk::TARGET | wk::OTHER) {
+                    self.scope_names = true;
+                }
+                if let Some(map) = &mut self.index {
+                    map.insert(name.sym, i as u32);
+                } else if i + 1 > LINEAR_LIMIT {
+                    let mut map = SymMap::with_capacity_and_hasher(2 * i, Default::default());
+                    for (j, n) in self.names.iter().enumerate() {
+                        map.insert(n.sym, j as u32);
+                    }
+                    map.insert(name.sym, i as u32);
+                    self.index = Some(map);
+                }
+                self.names.push(name);
+                self.exprs.push(expr);
+            }
+        }
+    }
+}
+
+/// An ad under construction (by the parsers): attributes are inserted
+/// without the copy-on-write check of [`ClassAd::insert`], into storage
+/// sized once, and the ad is shared when it is complete.
+pub(crate) struct AdBuilder(AdInner);
+
+impl AdBuilder {
+    /// A builder with room for about `n` attributes.
+    pub(crate) fn with_capacity(n: usize) -> AdBuilder {
+        AdBuilder(AdInner::with_capacity(n))
+    }
+
+    /// As [`ClassAd::insert`].
+    pub(crate) fn insert(&mut self, name: Name, expr: Expr) {
+        self.0.insert(name, expr);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.names.is_empty()
+    }
+
+    pub(crate) fn build(self) -> ClassAd {
+        ClassAd(Arc::new(self.0))
+    }
+}
+
 /// A ClassAd. Cloning is cheap (the attributes are shared); mutation copies
 /// on write. Attribute order is insertion order; a later definition of a name
 /// replaces the expression but keeps the first spelling.
@@ -215,34 +296,7 @@ impl ClassAd {
 
     /// Inserts or replaces an attribute.
     pub fn insert(&mut self, name: impl Into<Name>, expr: Expr) {
-        let name = name.into();
-        let inner = Arc::make_mut(&mut self.0);
-        let pos = match &inner.index {
-            Some(map) => map.get(&name.sym).map(|&i| i as usize),
-            None => inner.names.iter().position(|n| n.sym == name.sym),
-        };
-        match pos {
-            Some(i) => inner.exprs[i] = expr,
-            None => {
-                let i = inner.names.len();
-                use crate::name::well_known as wk;
-                if matches!(name.sym, wk::MY | wk::TARGET | wk::OTHER) {
-                    inner.scope_names = true;
-                }
-                if let Some(map) = &mut inner.index {
-                    map.insert(name.sym, i as u32);
-                } else if i + 1 > LINEAR_LIMIT {
-                    let mut map = SymMap::default();
-                    for (j, n) in inner.names.iter().enumerate() {
-                        map.insert(n.sym, j as u32);
-                    }
-                    map.insert(name.sym, i as u32);
-                    inner.index = Some(map);
-                }
-                inner.names.push(name);
-                inner.exprs.push(expr);
-            }
-        }
+        Arc::make_mut(&mut self.0).insert(name.into(), expr);
     }
 
     /// Inserts an attribute whose value is a literal.

@@ -82,11 +82,41 @@ enum FrameKind {
     MatchRoot,
 }
 
-/// A frame's ad: shared with the caller (cheap `Arc` clone) or one of the
-/// static ads of the match machinery (no reference counting at all).
+/// A frame's ad: shared (an `Arc` clone, for ads met during evaluation),
+/// one of the static ads of the match machinery, or the caller's own ad
+/// borrowed for the length of a public entry point (no reference counting
+/// at all: an atomic increment and decrement per ad and evaluation were a
+/// quarter of the cost of a small evaluation such as a job's Rank).
 enum AdRef {
     Shared(ClassAd),
     Static(&'static ClassAd),
+    Borrowed(BorrowedAd),
+}
+
+/// A pointer to an ad the caller of a public entry point lent for the
+/// call. Frames holding one are dropped before the entry point returns
+/// (`Evaluator::end`), and no frame is read outside an evaluation, so the
+/// pointee outlives every use (see also [`ExprRef`]).
+struct BorrowedAd(*const ClassAd);
+
+// SAFETY: a `BorrowedAd` stands for a `&ClassAd` (and `ClassAd` is `Send`
+// and `Sync`); it is only read during the entry point that lent it, by the
+// thread running that entry point, and no frame holds one between calls
+// (`Evaluator::end`; `reset` drops any left by a panic before a frame is
+// read). So the evaluator stays `Send` and `Sync`, as daemons need.
+#[allow(unsafe_code)]
+unsafe impl Send for BorrowedAd {}
+#[allow(unsafe_code)]
+unsafe impl Sync for BorrowedAd {}
+
+impl BorrowedAd {
+    #[allow(unsafe_code)]
+    #[inline]
+    fn get<'x>(&self) -> &'x ClassAd {
+        // SAFETY: the ad is borrowed by the public entry point that made
+        // this frame, for the whole call; the frame does not outlive it.
+        unsafe { &*self.0 }
+    }
 }
 
 impl std::ops::Deref for AdRef {
@@ -96,6 +126,7 @@ impl std::ops::Deref for AdRef {
         match self {
             AdRef::Shared(a) => a,
             AdRef::Static(a) => a,
+            AdRef::Borrowed(a) => a.get(),
         }
     }
 }
@@ -258,7 +289,9 @@ impl Memo {
 
     fn clear(&mut self) {
         self.small.clear();
-        if self.map.capacity() > 4096 {
+        if self.map.is_empty() {
+            // (clearing an empty table still walks its control bytes)
+        } else if self.map.capacity() > 4096 {
             self.map = HashMap::default();
         } else {
             self.map.clear();
@@ -392,13 +425,24 @@ impl Evaluator {
     }
 
     fn push_frame(&mut self, ad: ClassAd, parent: Option<FrameId>) -> FrameId {
+        self.push_frame_ref(AdRef::Shared(ad), parent)
+    }
+
+    fn push_frame_ref(&mut self, ad: AdRef, parent: Option<FrameId>) -> FrameId {
         self.frames.push(Frame {
-            ad: AdRef::Shared(ad),
+            ad,
             parent,
             alt: None,
             kind: FrameKind::Plain,
         });
         (self.frames.len() - 1) as FrameId
+    }
+
+    /// Ends a public entry point: drops the frames, among them those that
+    /// borrow the caller's ads.
+    fn end(&mut self) {
+        self.running = false;
+        self.frames.clear();
     }
 
     /// Sets up the scopes: none, MY only, or a match of MY and TARGET.
@@ -408,7 +452,7 @@ impl Evaluator {
         match (my, target) {
             (None, _) => None,
             (Some(m), None) => {
-                let f = self.push_frame(m.clone(), None);
+                let f = self.push_frame_ref(AdRef::Borrowed(BorrowedAd(m)), None);
                 self.root = Some(f);
                 Some(f)
             }
@@ -423,8 +467,8 @@ impl Evaluator {
                 self.frames.push(frame(root, None, FrameKind::MatchRoot));
                 self.frames.push(frame(lctx, Some(ROOT), FrameKind::Plain));
                 self.frames.push(frame(rctx, Some(ROOT), FrameKind::Plain));
-                self.push_frame(m.clone(), Some(LCTX));
-                self.push_frame(t.clone(), Some(RCTX));
+                self.push_frame_ref(AdRef::Borrowed(BorrowedAd(m)), Some(LCTX));
+                self.push_frame_ref(AdRef::Borrowed(BorrowedAd(t)), Some(RCTX));
                 self.frames[LEFT as usize].alt = Some(RIGHT);
                 self.frames[RIGHT as usize].alt = Some(LEFT);
                 self.root = Some(ROOT);
@@ -444,8 +488,9 @@ impl Evaluator {
         let cur = self.setup(my, target);
         self.running = true;
         let v = self.eval_in(expr, cur);
-        self.running = false;
-        self.finish(v)
+        let v = self.finish(v);
+        self.end();
+        v
     }
 
     /// Evaluates attribute `name` of `my` (UNDEFINED if absent), with
@@ -469,8 +514,9 @@ impl Evaluator {
             Some(found) => self.eval_hit(found),
             None => Val::Undefined,
         };
-        self.running = false;
-        self.finish(v)
+        let v = self.finish(v);
+        self.end();
+        v
     }
 
     /// Evaluates attribute `left_sym` of `left` and `right_sym` of `right`
@@ -504,7 +550,7 @@ impl Evaluator {
         };
         let l = side(self, LEFT, left_sym);
         let r = side(self, RIGHT, right_sym);
-        self.running = false;
+        self.end();
         (l, r)
     }
 
@@ -613,18 +659,43 @@ impl Evaluator {
     /// The reference library's `LookupInScope`: the current frame, then its
     /// lexical parents up to the root; special names where the first
     /// lookup fails.
+    #[inline]
     fn lookup_in_scope(&self, start: FrameId, sym: Sym) -> Found {
-        let mut current = start;
         // Fast path in a match: from a side's own frame, TARGET and OTHER
         // name the other side (what its context ad binds them to), unless
         // the side's ad defines such a name itself.
+        if let Some(other) = self.match_other_side(start, sym) {
+            return Found::Val(Val::Ad(other));
+        }
+        // The common case: the name is in the frame's own ad.
+        let fr = &self.frames[start as usize];
+        if fr.kind == FrameKind::Plain {
+            if let Some(e) = fr.ad.lookup_sym(sym) {
+                return Found::Expr(ExprRef(e), start);
+            }
+        }
+        self.lookup_in_scope_walk(start, sym)
+    }
+
+    /// The side of a match that `TARGET` or `OTHER` names from the frame of
+    /// the other side (what its context ad binds them to), unless that
+    /// side's ad defines such a name itself.
+    #[inline]
+    fn match_other_side(&self, start: FrameId, sym: Sym) -> Option<FrameId> {
         if self.matching
             && (start == LEFT || start == RIGHT)
             && matches!(sym, wk::TARGET | wk::OTHER)
             && !self.frames[start as usize].ad.defines_scope_names()
         {
-            return Found::Val(Val::Ad(if start == LEFT { RIGHT } else { LEFT }));
+            Some(if start == LEFT { RIGHT } else { LEFT })
+        } else {
+            None
         }
+    }
+
+    /// The rest of [`Evaluator::lookup_in_scope`]: the walk up the scopes.
+    fn lookup_in_scope_walk(&self, start: FrameId, sym: Sym) -> Found {
+        let mut current = start;
         loop {
             if let Some(found) = self.frame_lookup(current, sym) {
                 return found;
@@ -664,6 +735,7 @@ impl Evaluator {
     /// Looks up a name from `start`, falling back (HTCondor's default mode,
     /// bare names only) to the frame's alternate scope: the other side of a
     /// match.
+    #[inline]
     fn lookup_with_fallback(&self, start: FrameId, sym: Sym, bare: bool) -> Found {
         let found = self.lookup_in_scope(start, sym);
         if bare && matches!(found, Found::Undef) && !self.opts.strict {
@@ -901,29 +973,109 @@ impl Evaluator {
         while let Expr::Paren(inner) = e {
             e = inner;
         }
-        // Trees are at most `MAX_DEPTH` deep, but attribute references nest
-        // them; make sure the stack can take the next stretch.
+        if !self.enter() {
+            return Val::Error;
+        }
+        if let Expr::Lit(v) = e {
+            return lit(v);
+        }
+        self.nested(|ev| ev.eval_node(e, cur))
+    }
+
+    /// The bookkeeping of every node evaluated: the nesting limit and the
+    /// work budget (one step per node, plus the size of the strings and
+    /// lists builtins make, `charge_made`). False (the evaluation failed)
+    /// when either is exceeded.
+    #[inline]
+    fn enter(&mut self) -> bool {
         if self.nesting >= MAX_EVAL_NESTING {
             // Unbounded recursion that no attribute cycle explains (e.g. a
             // list whose element subscripts the list itself): the evaluation
             // fails instead of exhausting memory.
-            return self.fail();
+            self.fail();
+            return false;
         }
-        // The work budget: one step per node, plus the size of the strings
-        // and lists builtins make (`charge_made`).
         self.steps += 1;
         if self.steps > self.step_limit || self.exhausted {
             self.exhausted = true;
-            return self.fail();
+            self.fail();
+            return false;
         }
+        true
+    }
+
+    /// Runs `f` one nesting level deeper. Trees are at most `MAX_DEPTH`
+    /// deep, but attribute references nest them; make sure the stack can
+    /// take the next stretch (checked every few levels: the check is not
+    /// free).
+    #[inline]
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Val) -> Val {
         self.nesting += 1;
         let v = if self.nesting.is_multiple_of(8) {
-            stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.eval_node(e, cur))
+            stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || f(self))
         } else {
-            self.eval_node(e, cur)
+            f(self)
         };
         self.nesting -= 1;
         v
+    }
+
+    /// Evaluates an operand of a binary operator as [`Evaluator::eval_in`]
+    /// does (same steps, same result), but a literal, or a reference
+    /// (`name`, `TARGET.name`, `MY.name`) to an attribute whose expression
+    /// is a literal, is returned in place rather than copied.
+    fn eval_operand<'x>(&mut self, mut e: &'x Expr, cur: Option<FrameId>) -> Operand<'x> {
+        while let Expr::Paren(inner) = e {
+            e = inner;
+        }
+        let found = match (e, cur) {
+            (Expr::Lit(v), _) => {
+                return if self.enter() {
+                    Operand::Lit(v)
+                } else {
+                    Operand::Val(Val::Error)
+                };
+            }
+            (Expr::Attr(n), Some(c)) => {
+                if !self.enter() {
+                    return Operand::Val(Val::Error);
+                }
+                self.lookup_with_fallback(c, n.sym, true)
+            }
+            (Expr::Select(base, n), Some(c)) => {
+                let Expr::Attr(b) = &**base else {
+                    return Operand::Val(self.eval_in(e, cur));
+                };
+                if !matches!(b.sym, wk::TARGET | wk::MY | wk::OTHER) {
+                    return Operand::Val(self.eval_in(e, cur));
+                }
+                if !self.enter() {
+                    return Operand::Val(Val::Error);
+                }
+                // as `eval_select` does
+                if let Some(other) = self.match_other_side(c, b.sym) {
+                    self.lookup_in_scope(other, n.sym)
+                } else {
+                    match self.lookup_with_fallback(c, b.sym, true) {
+                        Found::Val(Val::Ad(f)) => self.lookup_in_scope(f, n.sym),
+                        other => {
+                            let sym = n.sym;
+                            return Operand::Val(self.nested(|ev| {
+                                let v = ev.eval_hit(other);
+                                ev.select_value(v, sym, cur)
+                            }));
+                        }
+                    }
+                }
+            }
+            _ => return Operand::Val(self.eval_in(e, cur)),
+        };
+        if let Found::Expr(x, _) = &found {
+            if let Expr::Lit(v) = x.get::<'x>() {
+                return Operand::Lit(v);
+            }
+        }
+        Operand::Val(self.nested(|ev| ev.eval_hit(found)))
     }
 
     /// Charges the size of a value a builtin made (one step per
@@ -958,9 +1110,9 @@ impl Evaluator {
             Expr::Binary(BinOp::And, a, b) => self.eval_and(a, b, cur),
             Expr::Binary(BinOp::Or, a, b) => self.eval_or(a, b, cur),
             Expr::Binary(op, a, b) => {
-                let x = self.eval_in(a, cur);
-                let y = self.eval_in(b, cur);
-                binary(*op, x, y)
+                let x = self.eval_operand(a, cur);
+                let y = self.eval_operand(b, cur);
+                binary_view(*op, &x.view(), &y.view())
             }
             Expr::Cond(c) => {
                 let v = self.eval_in(&c.0, cur);
@@ -1108,6 +1260,13 @@ impl Evaluator {
     }
 }
 
+/// The evaluator moves between threads (daemons evaluate on blocking
+/// threads): keep it `Send` and `Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Evaluator>();
+};
+
 pub(crate) fn lit(v: &Value) -> Val {
     match v {
         Value::Undefined => Val::Undefined,
@@ -1175,16 +1334,87 @@ pub(crate) fn unary(op: UnOp, v: Val) -> Val {
     }
 }
 
+/// A borrowed view of an operand of a binary operator: strings are seen
+/// in place (in a literal of an ad, or in a value computed on the way), so
+/// comparing an attribute with a string literal copies nothing and touches
+/// no reference count.
+#[derive(Clone, Copy)]
+pub(crate) enum Sc<'a> {
+    Undefined,
+    Error,
+    Bool(bool),
+    Int(i64),
+    Real(f64),
+    Str(&'a [u8]),
+    Abs(AbsTime),
+    Rel(f64),
+    List,
+    Ad,
+}
+
+impl Val {
+    #[inline(always)]
+    pub(crate) fn view(&self) -> Sc<'_> {
+        match self {
+            Val::Undefined => Sc::Undefined,
+            Val::Error => Sc::Error,
+            Val::Bool(b) => Sc::Bool(*b),
+            Val::Int(i) => Sc::Int(*i),
+            Val::Real(r) => Sc::Real(*r),
+            Val::Str(s) => Sc::Str(s),
+            Val::Abs(t) => Sc::Abs(*t),
+            Val::Rel(r) => Sc::Rel(*r),
+            Val::List(..) => Sc::List,
+            Val::Ad(_) => Sc::Ad,
+        }
+    }
+}
+
+/// The view of a literal: what [`lit`] would make of it, borrowed.
+#[inline(always)]
+fn lit_view(v: &Value) -> Sc<'_> {
+    match v {
+        Value::Undefined => Sc::Undefined,
+        Value::Error => Sc::Error,
+        Value::Bool(b) => Sc::Bool(*b),
+        Value::Int(i) => Sc::Int(*i),
+        Value::Real(r) => Sc::Real(*r),
+        Value::Str(s) => Sc::Str(s),
+        Value::AbsTime(t) => Sc::Abs(*t),
+        Value::RelTime(r) => Sc::Rel(*r),
+        Value::List(_) => Sc::List,
+        // as in `lit`: an ad stored as a literal value has no scope
+        Value::Ad(_) => Sc::Error,
+    }
+}
+
+/// An evaluated operand: a literal found in place (in the expression or
+/// in an ad some frame holds), or a computed value.
+enum Operand<'x> {
+    Lit(&'x Value),
+    Val(Val),
+}
+
+impl Operand<'_> {
+    #[inline(always)]
+    fn view(&self) -> Sc<'_> {
+        match self {
+            Operand::Lit(v) => lit_view(v),
+            Operand::Val(v) => v.view(),
+        }
+    }
+}
+
 enum Num {
     I(i64),
     R(f64),
 }
 
-fn num(v: &Val) -> Option<Num> {
+fn num(v: &Sc) -> Option<Num> {
     match v {
-        Val::Int(i) => Some(Num::I(*i)),
-        Val::Bool(b) => Some(Num::I(*b as i64)),
-        Val::Real(r) => Some(Num::R(*r)),
+        Sc::Int(i) => Some(Num::I(*i)),
+        Sc::Bool(b) => Some(Num::I(*b as i64)),
+        Sc::Real(r) => Some(Num::R(*r)),
         _ => None,
     }
 }
@@ -1199,10 +1429,10 @@ fn real_result(r: f64) -> Val {
     }
 }
 
-fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
+fn arith(op: BinOp, x: &Sc, y: &Sc) -> Val {
     // time arithmetic first
     match (op, x, y) {
-        (BinOp::Add, Val::Abs(a), Val::Rel(r)) | (BinOp::Add, Val::Rel(r), Val::Abs(a)) => {
+        (BinOp::Add, Sc::Abs(a), Sc::Rel(r)) | (BinOp::Add, Sc::Rel(r), Sc::Abs(a)) => {
             return Val::Abs(AbsTime {
                 secs: a
                     .secs
@@ -1210,7 +1440,7 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
                 offset: a.offset,
             });
         }
-        (BinOp::Sub, Val::Abs(a), Val::Rel(r)) => {
+        (BinOp::Sub, Sc::Abs(a), Sc::Rel(r)) => {
             return Val::Abs(AbsTime {
                 secs: a
                     .secs
@@ -1218,21 +1448,19 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
                 offset: a.offset,
             });
         }
-        (BinOp::Sub, Val::Abs(a), Val::Abs(b)) => {
-            return Val::Rel(a.secs.wrapping_sub(b.secs) as f64)
-        }
-        (BinOp::Add, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a + b),
-        (BinOp::Sub, Val::Rel(a), Val::Rel(b)) => return Val::Rel(a - b),
-        (BinOp::Mul, Val::Rel(a), n) | (BinOp::Mul, n, Val::Rel(a)) => {
+        (BinOp::Sub, Sc::Abs(a), Sc::Abs(b)) => return Val::Rel(a.secs.wrapping_sub(b.secs) as f64),
+        (BinOp::Add, Sc::Rel(a), Sc::Rel(b)) => return Val::Rel(a + b),
+        (BinOp::Sub, Sc::Rel(a), Sc::Rel(b)) => return Val::Rel(a - b),
+        (BinOp::Mul, Sc::Rel(a), n) | (BinOp::Mul, n, Sc::Rel(a)) => {
             return match num(n) {
-                Some(Num::I(i)) if !matches!(n, Val::Bool(_)) => Val::Rel(a * i as f64),
+                Some(Num::I(i)) if !matches!(n, Sc::Bool(_)) => Val::Rel(a * i as f64),
                 Some(Num::R(r)) => Val::Rel(a * r),
                 _ => Val::Error,
             };
         }
-        (BinOp::Div, Val::Rel(a), n) => {
+        (BinOp::Div, Sc::Rel(a), n) => {
             return match num(n) {
-                Some(Num::I(i)) if !matches!(n, Val::Bool(_)) => Val::Rel(a / i as f64),
+                Some(Num::I(i)) if !matches!(n, Sc::Bool(_)) => Val::Rel(a / i as f64),
                 Some(Num::R(r)) => Val::Rel(a / r),
                 _ => Val::Error,
             };
@@ -1285,8 +1513,8 @@ fn arith(op: BinOp, x: &Val, y: &Val) -> Val {
     }
 }
 
-fn bitwise(op: BinOp, x: &Val, y: &Val) -> Val {
-    let (Val::Int(a), Val::Int(b)) = (x, y) else {
+fn bitwise(op: BinOp, x: &Sc, y: &Sc) -> Val {
+    let (Sc::Int(a), Sc::Int(b)) = (x, y) else {
         return Val::Error;
     };
     let (a, b) = (*a, *b);
@@ -1324,12 +1552,12 @@ pub(crate) fn strcasecmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     la.cmp(lb)
 }
 
-fn compare(op: BinOp, x: &Val, y: &Val) -> Val {
+fn compare(op: BinOp, x: &Sc, y: &Sc) -> Val {
     use std::cmp::Ordering;
     let ord: Option<Ordering> = match (x, y) {
-        (Val::Str(a), Val::Str(b)) => Some(strcasecmp(a, b)),
-        (Val::Abs(a), Val::Abs(b)) => Some(a.secs.cmp(&b.secs)),
-        (Val::Rel(a), Val::Rel(b)) => a.partial_cmp(b),
+        (Sc::Str(a), Sc::Str(b)) => Some(strcasecmp(a, b)),
+        (Sc::Abs(a), Sc::Abs(b)) => Some(a.secs.cmp(&b.secs)),
+        (Sc::Rel(a), Sc::Rel(b)) => a.partial_cmp(b),
         _ => match (num(x), num(y)) {
             (Some(Num::I(a)), Some(Num::I(b))) => Some(a.cmp(&b)),
             (Some(a), Some(b)) => {
@@ -1364,43 +1592,75 @@ fn compare(op: BinOp, x: &Val, y: &Val) -> Val {
 }
 
 /// `=?=`: same type and same value (strings case-sensitively).
-pub(crate) fn identical(x: &Val, y: &Val) -> Option<bool> {
+pub(crate) fn identical(x: &Sc, y: &Sc) -> Option<bool> {
     Some(match (x, y) {
         // Two lists or two ads cannot be compared, even with `=?=`.
-        (Val::List(..), Val::List(..)) | (Val::Ad(_), Val::Ad(_)) => return None,
-        (Val::Undefined, Val::Undefined) | (Val::Error, Val::Error) => true,
-        (Val::Bool(a), Val::Bool(b)) => a == b,
-        (Val::Int(a), Val::Int(b)) => a == b,
-        (Val::Real(a), Val::Real(b)) => a == b,
-        (Val::Str(a), Val::Str(b)) => a == b,
-        (Val::Abs(a), Val::Abs(b)) => a == b,
-        (Val::Rel(a), Val::Rel(b)) => a == b,
+        (Sc::List, Sc::List) | (Sc::Ad, Sc::Ad) => return None,
+        (Sc::Undefined, Sc::Undefined) | (Sc::Error, Sc::Error) => true,
+        (Sc::Bool(a), Sc::Bool(b)) => a == b,
+        (Sc::Int(a), Sc::Int(b)) => a == b,
+        (Sc::Real(a), Sc::Real(b)) => a == b,
+        (Sc::Str(a), Sc::Str(b)) => a == b,
+        (Sc::Abs(a), Sc::Abs(b)) => a == b,
+        (Sc::Rel(a), Sc::Rel(b)) => a == b,
         _ => false,
     })
 }
 
 pub(crate) fn binary(op: BinOp, x: Val, y: Val) -> Val {
+    binary_view(op, &x.view(), &y.view())
+}
+
+/// A binary operator other than `&&` and `||` on two operands seen
+/// through borrowed views (no reference count touched).
+pub(crate) fn binary_view(op: BinOp, x: &Sc, y: &Sc) -> Val {
+    // The common cases first: integers and reals, compared or combined.
+    match (*x, *y) {
+        (Sc::Int(a), Sc::Int(b)) => match op {
+            BinOp::Lt => return Val::Bool(a < b),
+            BinOp::Le => return Val::Bool(a <= b),
+            BinOp::Gt => return Val::Bool(a > b),
+            BinOp::Ge => return Val::Bool(a >= b),
+            BinOp::Eq => return Val::Bool(a == b),
+            BinOp::Ne => return Val::Bool(a != b),
+            BinOp::Add => return Val::Int(a.wrapping_add(b)),
+            BinOp::Sub => return Val::Int(a.wrapping_sub(b)),
+            BinOp::Mul => return Val::Int(a.wrapping_mul(b)),
+            BinOp::Div if b != 0 && b != -1 => return Val::Int(a / b),
+            _ => {}
+        },
+        (Sc::Real(a), Sc::Real(b)) if !a.is_nan() && !b.is_nan() => match op {
+            BinOp::Lt => return Val::Bool(a < b),
+            BinOp::Le => return Val::Bool(a <= b),
+            BinOp::Gt => return Val::Bool(a > b),
+            BinOp::Ge => return Val::Bool(a >= b),
+            BinOp::Eq => return Val::Bool(a == b),
+            BinOp::Ne => return Val::Bool(a != b),
+            _ => {}
+        },
+        _ => {}
+    }
     match op {
-        BinOp::Is | BinOp::Isnt => match identical(&x, &y) {
+        BinOp::Is | BinOp::Isnt => match identical(x, y) {
             Some(same) => Val::Bool(same == (op == BinOp::Is)),
             None => Val::Error,
         },
         _ => {
-            if x.is_err() || y.is_err() {
+            if matches!(x, Sc::Error) || matches!(y, Sc::Error) {
                 return Val::Error;
             }
-            if x.is_undef() || y.is_undef() {
+            if matches!(x, Sc::Undefined) || matches!(y, Sc::Undefined) {
                 return Val::Undefined;
             }
             match op {
-                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => arith(op, &x, &y),
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => arith(op, x, y),
                 BinOp::BitAnd
                 | BinOp::BitOr
                 | BinOp::BitXor
                 | BinOp::Shl
                 | BinOp::Shr
-                | BinOp::UShr => bitwise(op, &x, &y),
-                _ => compare(op, &x, &y),
+                | BinOp::UShr => bitwise(op, x, y),
+                _ => compare(op, x, y),
             }
         }
     }

@@ -69,6 +69,8 @@ pub(crate) struct Token<'a> {
 }
 
 pub(crate) struct Lexer<'a> {
+    /// The source as text (names are sliced from it) and as bytes.
+    text: &'a str,
     src: &'a [u8],
     pos: usize,
     line: u32,
@@ -80,8 +82,6 @@ pub(crate) struct Lexer<'a> {
     prev_operand: bool,
 }
 
-const OPS3: [&str; 3] = ["=?=", "=!=", ">>>"];
-const OPS2: [&str; 9] = ["==", "!=", "<=", ">=", "<<", ">>", "&&", "||", "?:"];
 const OPS1: &[u8] = b"+-*/%<>=!~&|^?:.,;()[]{}";
 
 fn op1(c: u8) -> &'static str {
@@ -114,9 +114,10 @@ fn op1(c: u8) -> &'static str {
 }
 
 impl<'a> Lexer<'a> {
-    pub(crate) fn new(src: &'a [u8], strict: bool, old_strings: bool) -> Lexer<'a> {
+    pub(crate) fn new(text: &'a str, strict: bool, old_strings: bool) -> Lexer<'a> {
         Lexer {
-            src,
+            text,
+            src: text.as_bytes(),
             pos: 0,
             line: 1,
             line_start: 0,
@@ -224,26 +225,20 @@ impl<'a> Lexer<'a> {
             {
                 self.pos += 1;
             }
-            let src: &'a [u8] = self.src;
-            // ASCII letters, digits and `_` only: always valid UTF-8.
-            let word = std::str::from_utf8(&src[s..self.pos]).unwrap_or_default();
+            let text: &'a str = self.text;
+            // ASCII letters, digits and `_` only: both ends are character
+            // boundaries.
+            let word = text.get(s..self.pos).unwrap_or_default();
             let kw = |k: &str| word.eq_ignore_ascii_case(k);
-            return Ok(if word.len() > 9 {
-                Tok::Ident(word)
-            } else if kw("true") {
-                Tok::True
-            } else if kw("false") {
-                Tok::False
-            } else if kw("undefined") {
-                Tok::Undefined
-            } else if kw("error") {
-                Tok::Error
-            } else if kw("is") {
-                Tok::Is
-            } else if kw("isnt") {
-                Tok::Isnt
-            } else {
-                Tok::Ident(word)
+            // keywords by length first: most names are none of them
+            return Ok(match word.len() {
+                2 if kw("is") => Tok::Is,
+                4 if kw("true") => Tok::True,
+                4 if kw("isnt") => Tok::Isnt,
+                5 if kw("false") => Tok::False,
+                5 if kw("error") => Tok::Error,
+                9 if kw("undefined") => Tok::Undefined,
+                _ => Tok::Ident(word),
             });
         }
         if c == b'"' {
@@ -269,25 +264,26 @@ impl<'a> Lexer<'a> {
                 return Ok(Tok::Op("?:"));
             }
         }
-        let rest = &self.src[self.pos..];
-        for op in OPS3 {
-            if rest.starts_with(op.as_bytes()) {
-                self.pos += 3;
-                return Ok(Tok::Op(op));
-            }
-        }
-        for op in OPS2 {
-            if rest.starts_with(op.as_bytes()) {
-                // `?:` is only the Elvis operator; `a ? :b` is handled by the parser.
-                self.pos += 2;
-                return Ok(Tok::Op(op));
-            }
-        }
-        if OPS1.contains(&c) {
-            self.pos += 1;
-            return Ok(Tok::Op(op1(c)));
-        }
-        Err(self.err(start, format!("unexpected character {}", describe_byte(c))))
+        // The longest operator that starts here (`=?=` before `==` before
+        // `=`), by its first character.
+        let (n1, n2) = (self.peek_at(1), self.peek_at(2));
+        let (op, len): (&'static str, usize) = match c {
+            b'=' if n1 == b'?' && n2 == b'=' => ("=?=", 3),
+            b'=' if n1 == b'!' && n2 == b'=' => ("=!=", 3),
+            b'=' if n1 == b'=' => ("==", 2),
+            b'>' if n1 == b'>' && n2 == b'>' => (">>>", 3),
+            b'>' if n1 == b'>' => (">>", 2),
+            b'>' if n1 == b'=' => (">=", 2),
+            b'<' if n1 == b'=' => ("<=", 2),
+            b'<' if n1 == b'<' => ("<<", 2),
+            b'!' if n1 == b'=' => ("!=", 2),
+            b'&' if n1 == b'&' => ("&&", 2),
+            b'|' if n1 == b'|' => ("||", 2),
+            _ if OPS1.contains(&c) => (op1(c), 1),
+            _ => return Err(self.err(start, format!("unexpected character {}", describe_byte(c)))),
+        };
+        self.pos += len;
+        Ok(Tok::Op(op))
     }
 
     fn number(&mut self, start: usize, negative: bool) -> Result<Tok<'a>, ParseError> {
@@ -325,7 +321,7 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
         }
-        let text = std::str::from_utf8(&self.src[s..self.pos]).unwrap_or("0");
+        let text = self.text.get(s..self.pos).unwrap_or("0");
         if is_real {
             let v: f64 = text
                 .parse()
@@ -388,6 +384,15 @@ impl<'a> Lexer<'a> {
             // `\"` followed by anything but the end of the line is a quote
             // inside the string (whose own closing quote must follow), and
             // at the end of the line a backslash closing the string.
+            // Fast path: a closing quote with no backslash before it.
+            let src: &'a [u8] = self.src;
+            let body = &src[self.pos + 1..];
+            if let Some(end) = body.iter().position(|b| matches!(b, b'"' | b'\\')) {
+                if body[end] == b'"' {
+                    self.pos += end + 2;
+                    return Ok(Tok::Str(std::borrow::Cow::Borrowed(&body[..end])));
+                }
+            }
             self.pos += 1;
             let mut out = Vec::new();
             let mut prev = 0u8;

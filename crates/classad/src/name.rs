@@ -69,6 +69,17 @@ fn interner() -> &'static RwLock<Interner> {
 
 /// Interns the ASCII-lowercased form of `name`.
 pub fn intern(name: &str) -> Sym {
+    // Most names repeat: the per-thread cache answers without the global
+    // lock or hashing the folded copy.
+    let hit = CACHE.with(|c| c.borrow().get(name).map(|(sym, _)| *sym));
+    match hit {
+        Some(sym) => sym,
+        None => intern_name(name).0,
+    }
+}
+
+/// Interns the ASCII-lowercased form of `name` in the process-wide table.
+fn intern_global(name: &str) -> Sym {
     let lowered: std::borrow::Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
         std::borrow::Cow::Owned(name.to_ascii_lowercase())
     } else {
@@ -97,11 +108,25 @@ impl std::hash::Hasher for NameHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
+        let mix = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         let mut h = self.0;
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        // Whole words are loaded as such; the tail (zero-padded, as a word)
+        // is assembled in a register: copying it into a buffer and loading
+        // the buffer as a word stalls the processor (no store forwarding).
+        let mut words = bytes.chunks_exact(8);
+        for c in &mut words {
+            h = mix(
+                h,
+                u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+            );
+        }
+        let tail = words.remainder();
+        if !tail.is_empty() {
+            let w = tail
+                .iter()
+                .rev()
+                .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+            h = mix(h, w);
         }
         self.0 = h;
     }
@@ -121,7 +146,7 @@ fn intern_name(text: &str) -> (Sym, Arc<str>) {
     if let Some(h) = hit {
         return h;
     }
-    let entry = (intern(text), Arc::<str>::from(text));
+    let entry = (intern_global(text), Arc::<str>::from(text));
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() > 100_000 {

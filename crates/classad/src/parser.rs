@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::ad::ClassAd;
+use crate::ad::{AdBuilder, ClassAd};
 use crate::ast::{BinOp, Call, Expr, UnOp};
 use crate::error::ParseError;
 use crate::lexer::{is_c_space, Lexer, Tok, Token};
@@ -97,11 +97,24 @@ fn bin_info(tok: &Tok) -> Option<(u8, BinOp)> {
 }
 
 impl<'a> Parser<'a> {
-    pub(crate) fn new(src: &'a [u8], opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
+    pub(crate) fn new(src: &'a str, opts: ParseOptions, old_strings: bool) -> PResult<Parser<'a>> {
+        Parser::with_check(src, opts, old_strings, true)
+    }
+
+    /// A parser; `check_nul` false when the caller has checked that `src`
+    /// holds no NUL byte.
+    fn with_check(
+        src: &'a str,
+        opts: ParseOptions,
+        old_strings: bool,
+        check_nul: bool,
+    ) -> PResult<Parser<'a>> {
         // Strings are C strings in the reference: a NUL byte can neither be
         // written (`\0` is rejected) nor stored, so it is rejected anywhere.
-        if let Some(at) = src.iter().position(|b| *b == 0) {
-            return Err(error_at(src, at, "input contains a NUL byte"));
+        if check_nul {
+            if let Some(at) = src.bytes().position(|b| b == 0) {
+                return Err(error_at(src.as_bytes(), at, "input contains a NUL byte"));
+            }
         }
         let mut lex = Lexer::new(src, opts.strict, old_strings);
         let (tok, pending) = read_token(&mut lex);
@@ -330,13 +343,17 @@ impl<'a> Parser<'a> {
                 lit(Value::Real(r))
             }
             Tok::Str(_) => {
-                let mut bytes = Vec::new();
+                let Tok::Str(first) = self.advance()?.tok else {
+                    return Err(self.unexpected("a string"));
+                };
+                // Adjacent literals are one string (new syntax only).
+                if self.old || !matches!(self.tok.tok, Tok::Str(_)) {
+                    return lit(Value::Str(Arc::from(&*first)));
+                }
+                let mut bytes = first.into_owned();
                 while let Tok::Str(s) = &self.tok.tok {
                     bytes.extend_from_slice(s);
                     self.advance()?;
-                    if self.old {
-                        break;
-                    }
                 }
                 lit(Value::Str(Arc::from(bytes)))
             }
@@ -477,10 +494,10 @@ impl<'a> Parser<'a> {
     /// The attributes of a new-style ad, up to (not including) `close`.
     /// Extra semicolons are ignored.
     pub(crate) fn ad_body(&mut self, close: &'static str) -> PResult<(ClassAd, u32)> {
-        let mut ad = ClassAd::new();
+        let mut ad = AdBuilder::with_capacity(8);
         let mut d = 0;
         if self.tok.tok == Tok::Op(close) {
-            return Ok((ad, d));
+            return Ok((ad.build(), d));
         }
         loop {
             while self.tok.tok == Tok::Op(";") {
@@ -489,7 +506,7 @@ impl<'a> Parser<'a> {
             // Semicolons may separate or trail attributes, but an ad of
             // semicolons only (`[;]`) is rejected, as by the reference.
             if self.tok.tok == Tok::Op(close) && !ad.is_empty() {
-                return Ok((ad, d));
+                return Ok((ad.build(), d));
             }
             let name = self.attr_name()?;
             self.expect_op("=")?;
@@ -500,7 +517,7 @@ impl<'a> Parser<'a> {
                 continue;
             }
             if self.tok.tok == Tok::Op(close) {
-                return Ok((ad, d));
+                return Ok((ad.build(), d));
             }
             return Err(self.unexpected(&format!("`;` or `{close}`")));
         }
@@ -529,7 +546,7 @@ pub fn parse_expr(src: &str) -> PResult<Expr> {
 
 /// Parses one complete expression with options.
 pub fn parse_expr_with(src: &str, opts: ParseOptions) -> PResult<Expr> {
-    let mut p = Parser::new(src.as_bytes(), opts, false)?;
+    let mut p = Parser::new(src, opts, false)?;
     let (e, _) = p.expr()?;
     p.expect_eof()?;
     Ok(e)
@@ -547,7 +564,7 @@ pub fn parse_ad(src: &str) -> PResult<ClassAd> {
 
 /// Parses a new-style ad with options.
 pub fn parse_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
-    let mut p = Parser::new(src.as_bytes(), opts, false)?;
+    let mut p = Parser::new(src, opts, false)?;
     p.expect_op("[")?;
     let (ad, _) = p.ad_body("]")?;
     p.expect_op("]")?;
@@ -567,14 +584,27 @@ pub fn parse_old_ad(src: &str) -> PResult<ClassAd> {
 
 /// Old-style ad parsing with options.
 pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
-    let mut ad = ClassAd::new();
+    // About one attribute per line of some 20 bytes: sized once (within
+    // reason: the text may hold more than one ad), built before it is
+    // shared.
+    let mut ad = AdBuilder::with_capacity((src.len() / 20).clamp(4, 256));
     let mut any = false;
     let body = src.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let skipped_lines = src[..src.len() - body.len()].matches('\n').count();
     let mut rest = body;
     let mut lineno = skipped_lines;
     while !rest.is_empty() {
-        let (line, next) = match rest.find('\n') {
+        // One plain scan (lines are short) finds the end of the line and
+        // whether it holds a NUL byte (then the line's parser reports it).
+        let mut check_nul = false;
+        let mut end = newline_or_nul(rest.as_bytes());
+        if let Some(i) = end {
+            if rest.as_bytes()[i] == 0 {
+                check_nul = true;
+                end = rest.bytes().position(|b| b == b'\n');
+            }
+        }
+        let (line, next) = match end {
             // a line ending in `\r\n` loses both
             Some(i) => (
                 rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]),
@@ -587,12 +617,12 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
         if line.bytes().all(is_c_space) {
             break;
         }
-        if line.trim_start_matches([' ', '\t']).starts_with('#') {
+        if line.bytes().find(|b| !matches!(b, b' ' | b'\t')) == Some(b'#') {
             continue;
         }
-        match parse_old_line(line, opts) {
+        match old_line(line, opts, check_nul) {
             Ok((name, e)) => {
-                ad.insert(name.as_str(), e);
+                ad.insert(Name::new(name), e);
                 any = true;
             }
             Err(mut err) => {
@@ -607,7 +637,35 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
     if !any {
         return Err(ParseError::new(1, 1, "no attributes found"));
     }
-    Ok(ad)
+    Ok(ad.build())
+}
+
+/// The position of the first newline or NUL byte in `b`, eight bytes at a
+/// time.
+fn newline_or_nul(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const NL: u64 = LO * b'\n' as u64;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(w);
+        let x = w ^ NL;
+        // the lowest byte that is zero in `w` or in `x` sets the lowest
+        // high bit (bits above it may be set by the borrow: never below)
+        let hits = (w.wrapping_sub(LO) & !w & HI) | (x.wrapping_sub(LO) & !x & HI);
+        if hits != 0 {
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c == b'\n' || c == 0)
+        .map(|p| at + p)
 }
 
 /// Parses one `Name = expr` line of an old-style ad. Leading white space is
@@ -615,6 +673,13 @@ pub fn parse_old_ad_with(src: &str, opts: ParseOptions) -> PResult<ClassAd> {
 /// blanks (not tabs) removed, so it may hold any character; anything after
 /// the first complete expression is ignored.
 pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)> {
+    let (name, e) = old_line(line, opts, true)?;
+    Ok((name.to_string(), e))
+}
+
+/// [`parse_old_line`], the name borrowed from the line; `check_nul` false
+/// when the caller knows the line holds no NUL byte.
+fn old_line(line: &str, opts: ParseOptions, check_nul: bool) -> PResult<(&str, Expr)> {
     let line = line.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let eq = line
         .bytes()
@@ -625,17 +690,42 @@ pub fn parse_old_line(line: &str, opts: ParseOptions) -> PResult<(String, Expr)>
         return Err(ParseError::new(1, 1, "missing attribute name"));
     }
     let rhs = &line[eq + 1..];
-    let mut p = Parser::new(rhs.as_bytes(), opts, true)
+    let mut p = Parser::with_check(rhs, opts, true, check_nul)
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
     let (e, _) = p
         .expr()
         .map_err(|e| ParseError::new(1, e.col + eq as u32 + 1, e.msg))?;
-    Ok((name.to_string(), e))
+    Ok((name, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newline_or_nul_finds_the_first_of_either() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'\n' || c == 0);
+        let mut cases: Vec<Vec<u8>> = vec![b"".to_vec(), b"abc".to_vec(), b"\n".to_vec()];
+        for len in 0..20 {
+            for at in 0..len {
+                for mark in [b'\n', 0u8] {
+                    // high bytes and bytes next to the marks' values around it
+                    let mut v: Vec<u8> = (0..len)
+                        .map(|i| [0x0b, 0x09, 0xff, 0x01, b'a'][i % 5])
+                        .collect();
+                    v[at] = mark;
+                    cases.push(v.clone());
+                    if at + 1 < len {
+                        v[at + 1] = if mark == 0 { b'\n' } else { 0 };
+                        cases.push(v);
+                    }
+                }
+            }
+        }
+        for c in &cases {
+            assert_eq!(newline_or_nul(c), naive(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn parse_errors_carry_position() {
