@@ -10,13 +10,16 @@
 # Usage: ckpt_counter.sh TARGET [EVERY [STEP]]     (defaults: 100 10 1)
 #
 # On its checkpoint signal (SIGUSR2 by default, `+WantCheckpointSignal`) it
-# saves its count and exits 85 at once.
+# saves its count and exits 85 at once. On SIGTERM (a vacate's kill signal)
+# it saves its count and exits 143: with `when_to_transfer_output =
+# ON_EXIT_OR_EVICT` the saved count travels with the evicted sandbox; a job
+# without it resumes from its last checkpoint instead.
 #
 # Optional, for tests and the benchmark (environment):
 #   COUNTER_LOG=FILE      append a line per event to FILE (outside the
 #                         sandbox): `start COUNT HOST`, `step COUNT`,
-#                         `ckpt COUNT`, `done COUNT`; the lines `step` count
-#                         the work done in all runs together
+#                         `ckpt COUNT`, `term COUNT`, `done COUNT`; the
+#                         lines `step` count the work done in all runs
 #   COUNTER_TIMES=FILE    append `exit SECONDS COUNT` just before a
 #                         checkpoint exit and `start SECONDS COUNT` when a
 #                         process starts (SECONDS since the epoch, in ns)
@@ -68,6 +71,7 @@ checkpoint() {
     exit 85
 }
 trap checkpoint "${COUNTER_SIGNAL:-USR2}"
+trap 'save; log term "$count"; exit 143' TERM
 
 while [ "$count" -lt "$TARGET" ]; do
     sleep "$STEP"
