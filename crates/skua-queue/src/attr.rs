@@ -60,6 +60,8 @@ pub mod hold_code {
     pub const UNABLE_TO_OPEN_INPUT: i64 = 8;
     /// An output file could not be stored on the submit side.
     pub const TRANSFER_OUTPUT_ERROR: i64 = 12;
+    /// A checkpoint could not be stored.
+    pub const FAILED_TO_CHECKPOINT: i64 = 36;
     /// An input file could not be read on the submit side.
     pub const TRANSFER_INPUT_ERROR: i64 = 13;
     /// Submitted with `hold = true`.
@@ -79,6 +81,7 @@ pub mod hold_code {
             UNABLE_TO_OPEN_INPUT => "UnableToOpenInput",
             TRANSFER_OUTPUT_ERROR => "TransferOutputError",
             TRANSFER_INPUT_ERROR => "TransferInputError",
+            FAILED_TO_CHECKPOINT => "FailedToCheckpoint",
             SUBMITTED_ON_HOLD => "SubmittedOnHold",
             SYSTEM_POLICY => "SystemPolicy",
             SYSTEM_POLICY_UNDEFINED => "SystemPolicyUndefined",
@@ -152,6 +155,12 @@ pub const SCHEDD_OWNED: &[&str] = &[
     crate::run::LAST_MATCH_TIME,
     crate::run::NUM_SHADOW_EXCEPTIONS,
     crate::run::LAST_VACATE_REASON,
+    crate::run::CHECKPOINT_NUMBER,
+    crate::run::NUM_CKPTS,
+    crate::run::LAST_CKPT_TIME,
+    crate::run::COMMITTED_TIME,
+    crate::run::COMMITTED_SLOT_TIME,
+    crate::run::CHECKPOINT_BACKEND,
     "x509userProxySubject",
     "x509UserProxyEmail",
     "x509UserProxyVOName",
@@ -227,8 +236,9 @@ pub fn is_private(name: &str) -> bool {
 
 /// The attributes of a job's runs (see `Queue::plan_start` and friends).
 pub use crate::run::{
-    CLAIM_ID, CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE,
-    JOB_CURRENT_START_EXECUTING_DATE, JOB_RUN_COUNT, JOB_START_DATE, LAST_MATCH_TIME,
-    LAST_REMOTE_HOST, LAST_VACATE_REASON, NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS,
-    PRIVATE, REMOTE_HOST, REMOTE_WALL_CLOCK_TIME, RESIDENT_SET_SIZE, SHADOW_BDAY, STARTD_IP_ADDR,
+    CHECKPOINT_BACKEND, CHECKPOINT_NUMBER, CLAIM_ID, COMMITTED_SLOT_TIME, COMMITTED_TIME,
+    CUMULATIVE_SLOT_TIME, IMAGE_SIZE, JOB_CURRENT_START_DATE, JOB_CURRENT_START_EXECUTING_DATE,
+    JOB_RUN_COUNT, JOB_START_DATE, LAST_CKPT_TIME, LAST_MATCH_TIME, LAST_REMOTE_HOST,
+    LAST_VACATE_REASON, NUM_CKPTS, NUM_JOB_MATCHES, NUM_JOB_STARTS, NUM_SHADOW_EXCEPTIONS, PRIVATE,
+    REMOTE_HOST, REMOTE_WALL_CLOCK_TIME, RESIDENT_SET_SIZE, SHADOW_BDAY, STARTD_IP_ADDR,
 };

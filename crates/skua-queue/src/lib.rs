@@ -66,7 +66,7 @@ pub use policy::{periodic_decisions, ExitInfo, PeriodicDecision, SystemPolicy};
 pub use queue::{int_attr, str_attr, Queue, SubmitterCounts};
 pub use run::RunEnd;
 pub use userlog::Rusage;
-pub use userlog::UserLogEvent;
+pub use userlog::{FileTransfer, UserLogEvent};
 
 /// The job vocabulary is shared with the other crates (see `skua-types`).
 pub use skua_types::{BadJobId, JobId, JobRef, JobStatus};

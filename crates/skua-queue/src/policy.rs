@@ -425,7 +425,7 @@ impl Queue {
             scratch.insert(*name, e.clone());
             p.set(id, name, e);
         }
-        self.account_run(&mut p, id, now, Some(&mut scratch));
+        self.account_run(&mut p, id, now, Some(&mut scratch), true);
 
         let mut ev = crate::plan::evaluator(now);
         let decision = if let Some(f) = periodic(&mut ev, &scratch, &SystemPolicy::default()) {

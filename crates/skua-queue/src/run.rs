@@ -7,7 +7,7 @@ use classad::{Expr, Value};
 
 use crate::plan::Planner;
 use crate::queue::{int_attr, status_of, str_attr};
-use crate::userlog::{Rusage, UserLogEvent};
+use crate::userlog::{FileTransfer, Rusage, UserLogEvent};
 use crate::{JobId, JobStatus, Queue, QueueError, Txn};
 
 /// `RemoteHost` and friends, set while a job runs.
@@ -61,6 +61,23 @@ pub const NUM_JOB_RECONNECTS: &str = "NumJobReconnects";
 /// restarted schedd reconnects while `now - LastJobLeaseRenewal <
 /// JobLeaseDuration`.
 pub const LAST_JOB_LEASE_RENEWAL: &str = "LastJobLeaseRenewal";
+
+/// The number of the job's last stored checkpoint.
+pub const CHECKPOINT_NUMBER: &str = "CheckpointNumber";
+/// How many checkpoints were stored in the job's life.
+pub const NUM_CKPTS: &str = "NumCkpts";
+/// When the last checkpoint was stored (epoch seconds).
+pub const LAST_CKPT_TIME: &str = "LastCkptTime";
+/// Wall-clock seconds of work kept: every run that ended by the job's
+/// own exit, and each other run up to its last stored checkpoint
+/// (`RemoteWallClockTime - CommittedTime` is the work lost, badput).
+pub const COMMITTED_TIME: &str = "CommittedTime";
+/// `CommittedTime` in slot-seconds (weighted as `CumulativeSlotTime`).
+pub const COMMITTED_SLOT_TIME: &str = "CommittedSlotTime";
+
+/// The transparent backend (`"criu"`) that made the last stored
+/// checkpoint; absent when the job wrote it itself.
+pub const CHECKPOINT_BACKEND: &str = "SkuaCheckpointBackend";
 
 /// How a run ended other than by the job's own exit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,7 +328,8 @@ impl Queue {
         let ad = self.job_ad(id)?;
         let status = status_of(ad);
         let mut p = Planner::new(self);
-        self.account_run(&mut p, id, now, None);
+        let checkpointed = Self::checkpointed_this_run(ad);
+        self.account_run(&mut p, id, now, None, false);
         match status {
             JobStatus::Removed => {
                 p.destroy(id, true);
@@ -363,7 +381,7 @@ impl Queue {
         p.event(
             id,
             UserLogEvent::Evicted {
-                checkpointed: false,
+                checkpointed,
                 requeued: None,
                 run_remote: usage,
                 run_local: Rusage::default(),
@@ -430,24 +448,88 @@ impl Queue {
         Ok(p.finish())
     }
 
+    /// A checkpoint of job `id` numbered `number` was stored at `now`
+    /// (by the transparent `backend`, if any): `CheckpointNumber`,
+    /// `NumCkpts`, `LastCkptTime` and the backend recorded, with the file
+    /// transfer events (040) of its upload. A number not above the
+    /// recorded one (a repeated commit) changes nothing.
+    pub fn plan_checkpoint(
+        &self,
+        id: JobId,
+        number: u64,
+        backend: Option<&str>,
+        now: i64,
+    ) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        let recorded = int_attr(ad, CHECKPOINT_NUMBER);
+        if recorded.is_some_and(|r| r >= number as i64) {
+            return Ok(p.finish());
+        }
+        if !status_of(ad).is_active() {
+            return Err(QueueError::Conflict(format!(
+                "job {id} is not running: its checkpoint is not taken"
+            )));
+        }
+        p.set_int(id, CHECKPOINT_NUMBER, number as i64);
+        let n = int_attr(ad, NUM_CKPTS).unwrap_or(0);
+        p.set_int(id, NUM_CKPTS, n.saturating_add(1));
+        p.set_int(id, LAST_CKPT_TIME, now);
+        match backend {
+            Some(b) => p.set_str(id, CHECKPOINT_BACKEND, b),
+            None => p.delete(id, ad, CHECKPOINT_BACKEND),
+        }
+        p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputStarted));
+        p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputFinished));
+        Ok(p.finish())
+    }
+
+    /// Whether the current run of the job with this ad stored a
+    /// checkpoint (its next run resumes from it).
+    fn checkpointed_this_run(ad: &classad::ClassAd) -> bool {
+        match (
+            int_attr(ad, LAST_CKPT_TIME),
+            int_attr(ad, JOB_CURRENT_START_DATE),
+        ) {
+            (Some(ckpt), Some(start)) => ckpt >= start,
+            _ => false,
+        }
+    }
+
     /// Wall-clock accounting of the current run, and the move of
-    /// `RemoteHost` to `LastRemoteHost`.
+    /// `RemoteHost` to `LastRemoteHost`. `completed`: the run ended by
+    /// the job's own exit, so all of it is committed; otherwise only the
+    /// part up to the run's last stored checkpoint.
     pub(crate) fn account_run(
         &self,
         p: &mut Planner<'_>,
         id: JobId,
         now: i64,
         mut scratch: Option<&mut classad::ClassAd>,
+        completed: bool,
     ) {
         let Some(ad) = self.job(id) else { return };
         if let Some(start) = int_attr(ad, JOB_CURRENT_START_DATE) {
             let run = (now - start).max(0);
-            for total in [REMOTE_WALL_CLOCK_TIME, CUMULATIVE_SLOT_TIME] {
+            let committed = if completed {
+                run
+            } else if Self::checkpointed_this_run(ad) {
+                int_attr(ad, LAST_CKPT_TIME).map_or(0, |t| (t - start).clamp(0, run))
+            } else {
+                0
+            };
+            let totals = [
+                (REMOTE_WALL_CLOCK_TIME, run),
+                (CUMULATIVE_SLOT_TIME, run),
+                (COMMITTED_TIME, committed),
+                (COMMITTED_SLOT_TIME, committed),
+            ];
+            for (total, add) in totals {
                 let old = match ad.lookup(total) {
                     Some(Expr::Lit(v)) => v.as_real().unwrap_or(0.0),
                     _ => 0.0,
                 };
-                let e = Expr::Lit(Value::Real(old + run as f64));
+                let e = Expr::Lit(Value::Real(old + add as f64));
                 p.set(id, total, &e);
                 if let Some(s) = scratch.as_deref_mut() {
                     s.insert(total, e);

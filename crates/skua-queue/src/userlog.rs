@@ -127,6 +127,34 @@ pub enum UserLogEvent {
     },
     /// (024) reconnection failed: the job is rescheduled.
     ReconnectFailed { reason: String, startd_name: String },
+    /// (040) a step of a file transfer (Skua writes the output pair
+    /// around each checkpoint upload it stores).
+    FileTransfer(FileTransfer),
+}
+
+/// Which step of a file transfer an event 040 reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileTransfer {
+    /// `Started transferring input files`.
+    InputStarted,
+    /// `Finished transferring input files`.
+    InputFinished,
+    /// `Started transferring output files`.
+    OutputStarted,
+    /// `Finished transferring output files`.
+    OutputFinished,
+}
+
+impl FileTransfer {
+    /// The event's text.
+    pub fn text(self) -> &'static str {
+        match self {
+            FileTransfer::InputStarted => "Started transferring input files",
+            FileTransfer::InputFinished => "Finished transferring input files",
+            FileTransfer::OutputStarted => "Started transferring output files",
+            FileTransfer::OutputFinished => "Finished transferring output files",
+        }
+    }
 }
 
 impl UserLogEvent {
@@ -147,6 +175,7 @@ impl UserLogEvent {
             UserLogEvent::Disconnected { .. } => 22,
             UserLogEvent::Reconnected { .. } => 23,
             UserLogEvent::ReconnectFailed { .. } => 24,
+            UserLogEvent::FileTransfer(_) => 40,
         }
     }
 }
@@ -523,6 +552,9 @@ fn body(out: &mut String, event: &UserLogEvent) {
                 "    Can not reconnect to {}, rescheduling job",
                 line(startd_name)
             );
+        }
+        UserLogEvent::FileTransfer(step) => {
+            let _ = writeln!(out, "{}", step.text());
         }
     }
 }

@@ -439,3 +439,85 @@ fn a_disconnection_is_logged_once_then_a_reconnection_or_a_failed_one() {
         Some("Job disconnected too long: JobLeaseDuration (60 seconds) expired")
     );
 }
+
+#[test]
+fn checkpoints_are_counted_and_commit_the_work_they_keep() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    // run 1: starts at +0, checkpoints at +40 and +70, evicted at +100
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q.plan_checkpoint(id, 1, None, NOW + 40).unwrap();
+    let kinds: Vec<u32> = t.events.iter().map(|(_, e)| e.number()).collect();
+    assert_eq!(kinds, [40, 40], "a file transfer pair per checkpoint");
+    commit(&mut q, &t);
+    let t = q.plan_checkpoint(id, 2, Some("criu"), NOW + 70).unwrap();
+    commit(&mut q, &t);
+    // a repeated commit of 2 (or an older number) changes nothing
+    assert!(q.plan_checkpoint(id, 2, None, NOW + 75).unwrap().is_empty());
+    assert!(q.plan_checkpoint(id, 1, None, NOW + 75).unwrap().is_empty());
+    assert_eq!(num(&q, id, "CheckpointNumber"), Some(2.0));
+    assert_eq!(num(&q, id, "NumCkpts"), Some(2.0));
+    assert_eq!(num(&q, id, "LastCkptTime"), Some((NOW + 70) as f64));
+    assert_eq!(
+        text(&q, id, "SkuaCheckpointBackend").as_deref(),
+        Some("criu")
+    );
+    let evicted = RunEnd::Evicted {
+        reason: "vacated".into(),
+    };
+    let t = q
+        .plan_run_ended(id, &evicted, Rusage::default(), 0, NOW + 100)
+        .unwrap();
+    assert!(matches!(
+        t.events.last().unwrap().1,
+        UserLogEvent::Evicted {
+            checkpointed: true,
+            ..
+        }
+    ));
+    commit(&mut q, &t);
+    assert_eq!(num(&q, id, "RemoteWallClockTime"), Some(100.0));
+    assert_eq!(num(&q, id, "CommittedTime"), Some(70.0));
+    assert_eq!(num(&q, id, "CommittedSlotTime"), Some(70.0));
+    // run 2: no checkpoint before its eviction: nothing more committed,
+    // and its evicted event says so
+    let t = q.plan_start(id, "slot1@h", NOW + 200).unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_run_ended(id, &evicted, Rusage::default(), 0, NOW + 230)
+        .unwrap();
+    assert!(matches!(
+        t.events.last().unwrap().1,
+        UserLogEvent::Evicted {
+            checkpointed: false,
+            ..
+        }
+    ));
+    commit(&mut q, &t);
+    assert_eq!(num(&q, id, "RemoteWallClockTime"), Some(130.0));
+    assert_eq!(num(&q, id, "CommittedTime"), Some(70.0));
+    // run 3 completes: all of it counts
+    let t = q.plan_start(id, "slot1@h", NOW + 300).unwrap();
+    commit(&mut q, &t);
+    let exit = ExitInfo {
+        exit_code: Some(0),
+        ..ExitInfo::default()
+    };
+    let t = q.plan_exit(id, &exit, NOW + 350).unwrap();
+    // the history gets the final ad: read the totals from the plan
+    let committed = t.mutations.iter().find_map(|m| match m {
+        skua_queue::Mutation::SetAttr { name, value, .. } if name == "CommittedTime" => {
+            value.parse::<f64>().ok()
+        }
+        _ => None,
+    });
+    assert_eq!(committed, Some(120.0));
+    // a job not running takes no checkpoint
+    let c2 = submit(&mut q, "alice", vec![job("")]);
+    assert!(matches!(
+        q.plan_checkpoint(JobId::new(c2, 0), 1, None, NOW),
+        Err(QueueError::Conflict(_))
+    ));
+}

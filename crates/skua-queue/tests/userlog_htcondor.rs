@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use skua_queue::userlog::{
     format_event, ExitStatus, FormatOptions, ResourceUsage, Rusage, Termination,
 };
-use skua_queue::{JobId, UserLogEvent};
+use skua_queue::{FileTransfer, JobId, UserLogEvent};
 
 const T0: i64 = 1_795_262_400; // 2026-11-21 12:00:00 UTC
 
@@ -194,6 +194,22 @@ fn events() -> Vec<(JobId, UserLogEvent)> {
                 startd_name: "slot1@exec.example".into(),
             },
         ),
+        (a, UserLogEvent::FileTransfer(FileTransfer::OutputStarted)),
+        (a, UserLogEvent::FileTransfer(FileTransfer::OutputFinished)),
+        (
+            a,
+            UserLogEvent::Evicted {
+                checkpointed: true,
+                requeued: None,
+                run_remote: Rusage::default(),
+                run_local: Rusage::default(),
+                sent_bytes: 0,
+                received_bytes: 0,
+                reason: Some("vacated by the startd".into()),
+                code: 0,
+                subcode: 0,
+            },
+        ),
     ]
 }
 
@@ -269,6 +285,9 @@ fn htcondor_reads_the_event_log() {
             "JOB_DISCONNECTED",
             "JOB_RECONNECTED",
             "JOB_RECONNECT_FAILED",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "JOB_EVICTED",
         ]
     );
     for (g, (id, _)) in got.iter().zip(&evs) {
@@ -365,4 +384,9 @@ fn htcondor_reads_the_event_log() {
         Json::from("Job disconnected too long: JobLeaseDuration (2400 seconds) expired")
     );
     assert_eq!(attr(18, "StartdName"), Json::from("slot1@exec.example"));
+    // HTCondor's FileTransferEventType: 5 output started, 6 finished
+    assert_eq!(attr(19, "Type"), Json::from(5));
+    assert_eq!(attr(20, "Type"), Json::from(6));
+    assert_eq!(attr(21, "Checkpointed"), Json::from(true));
+    assert_eq!(attr(21, "Reason"), Json::from("vacated by the startd"));
 }

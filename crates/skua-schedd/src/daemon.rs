@@ -476,6 +476,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         name: Some(name.clone()),
         history_max_jobs: usize_knob(&ctx, "HISTORY_MAX_JOBS")?,
         max_run_failures: usize_knob(&ctx, "MAX_JOB_RUN_FAILURES")?.unwrap_or(5) as i64,
+        checkpoint_root: ctx
+            .knob("SPOOL")?
+            .map(|spool| PathBuf::from(spool).join("checkpoints")),
         ..ScheddSettings::default()
     };
     let started = std::time::Instant::now();
@@ -524,6 +527,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         "RECONNECT_BACKOFF_CEILING",
         300,
     )?);
+    shadows.checkpoint_root = settings.checkpoint_root.clone();
     let shadows = Arc::new(shadows);
     // the runs to reconnect to are known before the starters can call
     let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
@@ -552,6 +556,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_UPDATE, post(shadow::update))
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
+        .command(
+            &routes::SHADOW_CHECKPOINT_FILE,
+            post(shadow::checkpoint_file),
+        )
+        .command(
+            &routes::SHADOW_CHECKPOINT_COMMIT,
+            post(shadow::checkpoint_commit),
+        )
         .with_state(shared.clone());
     let up = bound.serve(&ctx, routes).await.context("schedd")?;
     let sinful = up.sinful.clone();

@@ -20,6 +20,7 @@
 //!   claims of runs a restart interrupted before their jobs run again.
 //! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
 
+pub mod checkpoint;
 mod claim;
 pub mod daemon;
 mod lease;

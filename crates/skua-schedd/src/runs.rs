@@ -170,6 +170,10 @@ pub(crate) struct Shadows {
     /// `RECONNECT_BACKOFF_CEILING`: the longest pause between two
     /// reconnect attempts.
     pub reconnect_ceiling: Duration,
+    /// Where jobs' checkpoints are stored (`$(SPOOL)/checkpoints`) unless
+    /// a job names its own `checkpoint_destination`; `None`: no spool, no
+    /// checkpoint is taken.
+    pub checkpoint_root: Option<std::path::PathBuf>,
     /// The runs whose exit was recorded lately (claim id, job): a starter
     /// that repeats an exit (its acknowledgement lost) is answered again.
     finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
@@ -196,6 +200,7 @@ impl Shadows {
             as_user: AsUser::new(),
             clock,
             reconnect_ceiling: Duration::from_secs(300),
+            checkpoint_root: None,
             finished: Mutex::new(std::collections::VecDeque::new()),
         }
     }

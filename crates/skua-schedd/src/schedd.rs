@@ -60,6 +60,9 @@ pub struct ScheddSettings {
     /// `MAX_JOB_RUN_FAILURES`: a job whose runs failed this many times
     /// through no fault of its own is held (0: never).
     pub max_run_failures: i64,
+    /// Where jobs' checkpoints are stored (`$(SPOOL)/checkpoints`): a
+    /// job's are removed when it leaves the queue.
+    pub checkpoint_root: Option<PathBuf>,
 }
 
 /// What a submission did.
@@ -101,6 +104,8 @@ pub struct Schedd {
     ev: Evaluator,
     settings: ScheddSettings,
     userlog: UserLogWriter,
+    /// Acts with a job owner's rights (removing a checkpoint destination).
+    as_user: skua_daemon::account::AsUser,
     /// Autocluster ids by key, stable while the schedd runs.
     autocluster_ids: std::collections::HashMap<String, u64>,
     /// The jobs of each autocluster as last offered to the negotiator.
@@ -171,6 +176,7 @@ impl Schedd {
             ev: Evaluator::new(EvalOptions::default()),
             settings,
             userlog,
+            as_user: skua_daemon::account::AsUser::new(),
             autocluster_ids: std::collections::HashMap::new(),
             idle_order: std::collections::HashMap::new(),
             autocluster_jobs: std::collections::HashMap::new(),
@@ -256,17 +262,21 @@ impl Schedd {
         // Apply in memory, catching each job that leaves for the history
         // in its final state (after the transaction's earlier mutations).
         let mut history = Vec::new();
+        let mut leaving = Vec::new();
         let mut start = 0;
         let mut applied = Ok(());
         for (i, m) in txn.mutations.iter().enumerate() {
-            if let Mutation::DestroyJob { id, history: true } = m {
+            if let Mutation::DestroyJob { id, history: h } = m {
                 applied = self.queue.apply(&txn.mutations[start..i]);
                 if applied.is_err() {
                     break;
                 }
                 start = i;
                 if let Some(ad) = self.queue.job(*id) {
-                    history.push(history_row(*id, ad, now));
+                    if *h {
+                        history.push(history_row(*id, ad, now));
+                    }
+                    leaving.push((*id, ad.clone()));
                 }
             }
         }
@@ -292,6 +302,9 @@ impl Schedd {
             return Err(e.into());
         }
         let t_committed = std::time::Instant::now();
+        for (id, ad) in leaving {
+            self.remove_checkpoints(id, &ad);
+        }
         // Events go to each job's log once the change is durable; a job
         // that just arrived learns its log path now.
         // Each log is appended to once per commit, its events in order.
@@ -325,6 +338,62 @@ impl Schedd {
             }
         }
         Ok(())
+    }
+
+    /// Removes the stored checkpoints of job `id` (with this final ad),
+    /// which left the queue: in the background (a large store takes time),
+    /// with the owner's rights for a `checkpoint_destination`.
+    fn remove_checkpoints(&self, id: JobId, ad: &ClassAd) {
+        let Some(spool) = self.settings.checkpoint_root.as_deref() else {
+            return;
+        };
+        let loc = match crate::checkpoint::location(ad, spool) {
+            Ok(l) => l,
+            Err(_) => return,
+        };
+        if !loc.as_owner && !crate::checkpoint::job_dir(&loc.root, id).exists() {
+            return;
+        }
+        let rights = if loc.as_owner {
+            let owner = crate::sandbox::string_attr(ad, "Owner").unwrap_or_default();
+            match self.as_user.rights_of(&owner) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("job {id}: not removing its checkpoints: {e}");
+                    return;
+                }
+            }
+        } else {
+            skua_daemon::account::Rights::Daemon
+        };
+        let as_user = self.as_user.clone();
+        let spawned = std::thread::Builder::new()
+            .name("checkpoint-removal".into())
+            .spawn(move || {
+                match as_user.run(&rights, move || {
+                    crate::checkpoint::remove_job(&loc.root, id)
+                }) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!("job {id}: removing its checkpoints: {e}"),
+                    Err(e) => tracing::warn!("job {id}: removing its checkpoints: {e}"),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("job {id}: removing its checkpoints: {e}");
+        }
+    }
+
+    /// Checkpoint `number` of job `id` (made by the transparent
+    /// `backend`, if any) was stored: recorded in its ad.
+    pub fn checkpoint_stored(
+        &mut self,
+        id: JobId,
+        number: u64,
+        backend: Option<&str>,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_checkpoint(id, number, backend, now)?;
+        self.commit(txn, now)
     }
 
     /// Commits `txn`, then evaluates the periodic policy of the jobs it

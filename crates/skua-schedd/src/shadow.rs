@@ -12,11 +12,13 @@ use classad::ClassAd;
 use skua_daemon::account::Rights;
 use skua_net::{ApiError, Body, HeaderMap, Json, Response, State};
 use skua_proto::{
-    Ack, BeginReply, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, RunOutcome, ShadowBegin,
-    StarterGone, UpdateKind, TRANSFER_HEADER,
+    Ack, BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, InputFileRequest,
+    JobExit, JobUpdate, OutputFileMeta, RunOutcome, ShadowBegin, StarterGone, UpdateKind,
+    TRANSFER_HEADER,
 };
 use skua_queue::{ExitInfo, RunEnd, Rusage};
 
+use crate::checkpoint;
 use crate::claim::ClaimQueue as _;
 use crate::runs::{RunResult, ShadowFailure};
 use crate::sandbox::{self, InputPlan};
@@ -67,12 +69,19 @@ pub(crate) async fn begin(
         if run.job.to_string() != req.job_id {
             return Err(unknown_claim());
         }
-        if !req.transfer {
-            run.inputs = Some(InputPlan::default());
-            return Ok(Json(BeginReply::default()));
-        }
         run.job_ad.clone()
     };
+    if !req.transfer {
+        // a shared file system: no files travel, but the numbering of
+        // the job's checkpoints goes on
+        let mut plan = InputPlan::default();
+        let checkpoint = add_checkpoint(&st, &req, &mut plan).await?;
+        let inputs = plan.entries.clone();
+        let mut runs = st.shadows.runs();
+        let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
+        run.inputs = Some(plan);
+        return Ok(Json(BeginReply { inputs, checkpoint }));
+    }
     // the inputs are looked at with the owner's rights
     let rights = owner_rights(&st, &job_ad)
         .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
@@ -83,15 +92,13 @@ pub(crate) async fn begin(
         .await
         .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e.to_string(), None)))?;
     match planned {
-        Ok(plan) => {
+        Ok(mut plan) => {
+            let checkpoint = add_checkpoint(&st, &req, &mut plan).await?;
             let inputs = plan.entries.clone();
             let mut runs = st.shadows.runs();
             let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
             run.inputs = Some(plan);
-            Ok(Json(BeginReply {
-                inputs,
-                checkpoint: None,
-            }))
+            Ok(Json(BeginReply { inputs, checkpoint }))
         }
         Err(e) => Err(fail_run(
             &st,
@@ -106,11 +113,123 @@ pub(crate) async fn begin(
     }
 }
 
+/// The recorded checkpoint number of the job `ad`, if any.
+fn checkpoint_number(ad: &ClassAd) -> Option<u64> {
+    skua_queue::int_attr(ad, skua_queue::attr::CHECKPOINT_NUMBER)
+        .and_then(|n| u64::try_from(n).ok())
+}
+
+/// Where the job `ad`'s checkpoints are stored and with whose rights
+/// (the schedd's in its spool, the owner's at a `checkpoint_destination`).
+fn checkpoint_store(st: &Shared, ad: &ClassAd) -> Result<(checkpoint::Location, Rights), String> {
+    let spool = st
+        .shadows
+        .checkpoint_root
+        .as_deref()
+        .ok_or_else(|| "the schedd has no SPOOL to store checkpoints in".to_string())?;
+    let loc = checkpoint::location(ad, spool).map_err(|e| e.to_string())?;
+    let rights = if loc.as_owner {
+        owner_rights(st, ad)?
+    } else {
+        Rights::Daemon
+    };
+    Ok((loc, rights))
+}
+
+/// At the start of a run: drops what an earlier run left unrecorded (a
+/// cut transfer, a commit never recorded) and, when the job has a stored
+/// checkpoint, appends its files to `plan` (a checkpoint file replaces an
+/// input of the same name, never the executable) and names it.
+async fn add_checkpoint(
+    st: &Shared,
+    req: &ShadowBegin,
+    plan: &mut InputPlan,
+) -> Result<Option<CheckpointInfo>, ApiError> {
+    let (job, job_ad) = {
+        let runs = st.shadows.runs();
+        let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
+        (run.job, run.job_ad.clone())
+    };
+    let number = checkpoint_number(&job_ad);
+    let Some(spool) = st.shadows.checkpoint_root.as_deref() else {
+        return Ok(number.map(|number| CheckpointInfo {
+            number,
+            backend: None,
+        }));
+    };
+    let uses_destination = sandbox::string_attr(&job_ad, checkpoint::CHECKPOINT_DESTINATION)
+        .is_some_and(|d| !d.is_empty());
+    if number.is_none() && (uses_destination || !checkpoint::job_dir(spool, job).exists()) {
+        return Ok(None);
+    }
+    let fail = |reason: String, errno: i64| {
+        fail_run(
+            st,
+            &req.claim_id,
+            ShadowFailure {
+                reason: format!("transferring input files failed: {reason}"),
+                code: i64::from(sandbox::HOLD_TRANSFER_INPUT_ERROR),
+                subcode: errno,
+                permanent: true,
+            },
+        )
+    };
+    let (loc, rights) = checkpoint_store(st, &job_ad).map_err(|e| fail(e, 0))?;
+    let root = loc.root.clone();
+    let listed = st
+        .shadows
+        .as_user
+        .run_async(&rights, move || {
+            checkpoint::prune(&root, job, number)?;
+            match number {
+                Some(n) => checkpoint::entries(&root, job, n),
+                None => Ok(Vec::new()),
+            }
+        })
+        .await
+        .map_err(|e| fail(e.to_string(), 0))?;
+    let listed = listed.map_err(|e| {
+        let errno = e.errno();
+        fail(
+            format!(
+                "checkpoint {} of job {job}: {e}",
+                number.unwrap_or_default()
+            ),
+            errno,
+        )
+    })?;
+    let Some(number) = number else {
+        return Ok(None);
+    };
+    let backend = sandbox::string_attr(&job_ad, skua_queue::attr::CHECKPOINT_BACKEND)
+        .filter(|b| !b.is_empty());
+    for (entry, source) in listed {
+        match plan.entries.iter().position(|e| e.path == entry.path) {
+            Some(i) if plan.entries[i].executable => continue,
+            Some(i) if entry.kind == skua_proto::EntryKind::Dir => {
+                if plan.entries[i].kind == skua_proto::EntryKind::Dir {
+                    continue;
+                }
+                plan.entries.remove(i);
+                plan.sources.remove(i);
+            }
+            Some(i) => {
+                plan.entries.remove(i);
+                plan.sources.remove(i);
+            }
+            None => {}
+        }
+        plan.entries.push(entry);
+        plan.sources.push(source);
+    }
+    Ok(Some(CheckpointInfo { number, backend }))
+}
+
 pub(crate) async fn input_file(
     State(st): State<Shared>,
     Json(req): Json<InputFileRequest>,
 ) -> Result<Response, ApiError> {
-    let (source, job_ad) = {
+    let (source, job_ad, stored) = {
         let runs = st.shadows.runs();
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         let plan = run
@@ -123,12 +242,18 @@ pub(crate) async fn input_file(
             .cloned()
             .flatten()
             .ok_or_else(|| ApiError::not_found(format!("no input file #{}", req.index)))?;
-        (source, run.job_ad.clone())
+        let stored = plan.entries.get(req.index).is_some_and(|e| e.checkpoint);
+        (source, run.job_ad.clone(), stored)
     };
     // opened with the owner's rights: a file the owner cannot read is
-    // refused exactly as it would be to them
-    let rights = owner_rights(&st, &job_ad)
-        .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
+    // refused exactly as it would be to them; a stored checkpoint's file
+    // with the store's rights
+    let rights = if stored {
+        checkpoint_store(&st, &job_ad).map(|(_, r)| r)
+    } else {
+        owner_rights(&st, &job_ad)
+    }
+    .map_err(|e| fail_run(&st, &req.claim_id, input_failure(e, None)))?;
     let path = source.clone();
     let opened = st
         .shadows
@@ -362,6 +487,140 @@ fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::Path
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)?;
     Ok((file, tmp))
+}
+
+/// The run of `claim_id` if it runs job `job_id`: its job and ad.
+fn run_of(
+    st: &Shared,
+    claim_id: &str,
+    job_id: &str,
+) -> Result<(skua_queue::JobId, ClassAd), ApiError> {
+    let runs = st.shadows.runs();
+    let run = runs
+        .get(claim_id)
+        .filter(|r| r.job.to_string() == job_id)
+        .ok_or_else(unknown_claim)?;
+    Ok((run.job, run.job_ad.clone()))
+}
+
+/// `/shadow/checkpoint_file`: one file of a checkpoint, streamed into the
+/// checkpoint's staging area (never over a stored checkpoint). A file the
+/// store cannot take is refused with `Conflict`, naming it.
+pub(crate) async fn checkpoint_file(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Ack>, ApiError> {
+    let meta: CheckpointFileMeta = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| ApiError::bad_request(format!("the {TRANSFER_HEADER} header is missing")))
+        .and_then(|v| {
+            serde_json_from_str(v)
+                .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
+        })?;
+    let (job, job_ad) = run_of(&st, &meta.claim_id, &meta.job_id)?;
+    checkpoint::check_name(&meta.name).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let refuse = |what: String| {
+        ApiError::conflict(format!(
+            "cannot store checkpoint file {} (checkpoint {} of job {job}): {what}",
+            meta.name, meta.number
+        ))
+    };
+    let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+    let as_user = st.shadows.as_user.clone();
+    let (root, number, name) = (loc.root.clone(), meta.number, meta.name.clone());
+    let (file, path) = as_user
+        .run_async(&rights, move || {
+            checkpoint::create_staged(&root, job, number, &name)
+        })
+        .await
+        .map_err(|e| refuse(e.to_string()))?
+        .map_err(|e| refuse(e.to_string()))?;
+    let mut file = tokio::fs::File::from_std(file);
+    let received =
+        skua_net::receive_into(body, &mut file, &path, skua_net::RECEIVE_IDLE_TIMEOUT).await;
+    drop(file);
+    let result = match received {
+        // a write that failed on this side is the store's failure
+        Err(e) if e.0.code == skua_proto::ErrorCode::Internal => Err(refuse(e.0.message)),
+        Err(e) => Err(e),
+        Ok(_) => {
+            let (p, mode) = (path.clone(), meta.mode);
+            as_user
+                .run_async(&rights, move || checkpoint::set_mode(&p, mode))
+                .await
+                .map_err(|e| refuse(e.to_string()))?
+                .map_err(|e| refuse(e.to_string()))
+        }
+    };
+    if result.is_err() {
+        let p = path.clone();
+        let _ = as_user
+            .run_async(&rights, move || std::fs::remove_file(&p))
+            .await;
+    }
+    result.map(|()| Json(Ack {}))
+}
+
+/// `/shadow/checkpoint_commit`: the files of a checkpoint are all sent;
+/// it becomes the job's checkpoint at once (renamed into place), is
+/// recorded in the job ad, and the older ones are removed. A commit of a
+/// checkpoint already recorded is acknowledged again.
+pub(crate) async fn checkpoint_commit(
+    State(st): State<Shared>,
+    Json(c): Json<CheckpointCommit>,
+) -> Result<Json<Ack>, ApiError> {
+    let (job, job_ad) = run_of(&st, &c.claim_id, &c.job_id)?;
+    let recorded = with_schedd(&st, move |s| {
+        Ok(s.job_ad(job).as_ref().and_then(checkpoint_number))
+    })
+    .await?;
+    if recorded.is_some_and(|r| r >= c.number) {
+        tracing::info!(
+            "job {job}: checkpoint {} is recorded already: acknowledged again",
+            c.number
+        );
+        return Ok(Json(Ack {}));
+    }
+    let refuse = |what: String| {
+        ApiError::conflict(format!(
+            "cannot store checkpoint {} of job {job}: {what}",
+            c.number
+        ))
+    };
+    let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+    let as_user = st.shadows.as_user.clone();
+    let (root, number, files) = (loc.root.clone(), c.number, c.files.clone());
+    as_user
+        .run_async(&rights, move || {
+            checkpoint::commit(&root, job, number, &files)
+        })
+        .await
+        .map_err(|e| refuse(e.to_string()))?
+        .map_err(|e| refuse(e.to_string()))?;
+    let now = st.clock.now_secs();
+    let backend = c.backend.clone();
+    with_schedd(&st, move |s| {
+        s.checkpoint_stored(job, number, backend.as_deref(), now)
+    })
+    .await?;
+    tracing::info!(
+        "job {job}: checkpoint {number} stored ({} file(s), {} bytes, {:?})",
+        c.files.len(),
+        c.bytes,
+        c.kind
+    );
+    let root = loc.root.clone();
+    match as_user
+        .run_async(&rights, move || checkpoint::prune(&root, job, Some(number)))
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+        Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+    }
+    Ok(Json(Ack {}))
 }
 
 fn serde_json_from_str<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {

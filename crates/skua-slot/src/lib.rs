@@ -75,6 +75,11 @@ pub struct MachineFacts {
     /// The slot ads' `CondorVersion` (the startd gives Skua's one version
     /// string, `skua_proto::CONDOR_VERSION`).
     pub condor_version: String,
+    /// The transparent checkpoint backends that passed their check at
+    /// start-up (`CheckpointBackends`; none: the slot does not offer any).
+    pub checkpoint_backends: Vec<String>,
+    /// Their platform (`CheckpointPlatform`).
+    pub checkpoint_platform: String,
 }
 
 impl Default for MachineFacts {
@@ -99,6 +104,8 @@ impl Default for MachineFacts {
             kflops: None,
             start_time: 0,
             condor_version: String::new(),
+            checkpoint_backends: Vec::new(),
+            checkpoint_platform: String::new(),
         }
     }
 }

@@ -99,6 +99,17 @@ impl Machine {
         ad.insert_value("FileSystemDomain", f.filesystem_domain.as_str());
         ad.insert_value("UidDomain", f.uid_domain.as_str());
         ad.insert_value("HasFileTransfer", true);
+        // The starter sends a self-checkpointing job's checkpoints
+        // (condor_submit requires it of `checkpoint_exit_code` jobs).
+        ad.insert_value("HasSelfCheckpointTransfers", true);
+        if !f.checkpoint_backends.is_empty() {
+            ad.insert_value("HasCheckpointBackend", true);
+            ad.insert_value(
+                "CheckpointBackends",
+                f.checkpoint_backends.join(",").as_str(),
+            );
+            ad.insert_value("CheckpointPlatform", f.checkpoint_platform.as_str());
+        }
         // HTCondor's form, with Skua's own version number: condor_submit's
         // default Requirements read the second word (`split(...)[1]`) and
         // compare it with HTCondor releases.

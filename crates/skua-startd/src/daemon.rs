@@ -42,6 +42,16 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
         &ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
         &execute,
     );
+    // the transparent checkpoint backends: checked once (criu check)
+    let checkpoint = {
+        let configured = ctx.knob("SKUA_CHECKPOINT_BACKENDS")?;
+        let criu = ctx.knob("SKUA_CRIU")?;
+        tokio::task::spawn_blocking(move || {
+            facts::detect_checkpoint_backends(configured.as_deref(), criu.as_deref())
+        })
+        .await
+        .context("checking the checkpoint backends")?
+    };
     let host = skua_daemon::host_name();
     let sources = FactSources {
         execute: execute.clone(),
@@ -58,6 +68,7 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
             .unwrap_or_else(|| host.clone()),
         uid_domain: ctx.knob("UID_DOMAIN")?.unwrap_or_else(|| host.clone()),
         start_time: start,
+        checkpoint,
     };
     let mut facts = facts::measure(&sources);
     (facts.mips, facts.kflops) = crate::bench::results(speed).await;

@@ -19,6 +19,38 @@ pub struct FactSources {
     pub filesystem_domain: String,
     pub uid_domain: String,
     pub start_time: i64,
+    /// The transparent checkpoint backends found at start-up
+    /// ([`detect_checkpoint_backends`]).
+    pub checkpoint: skua_starter::backend::Detected,
+}
+
+/// `SKUA_CHECKPOINT_BACKENDS` when unset: CRIU, where its check passes.
+pub const DEFAULT_CHECKPOINT_BACKENDS: &str = "criu";
+
+/// Checks the transparent checkpoint backends the configuration names
+/// (`SKUA_CHECKPOINT_BACKENDS`, default [`DEFAULT_CHECKPOINT_BACKENDS`];
+/// empty: none) with the `criu` program `SKUA_CRIU` (default `criu`, looked
+/// up in `PATH`). Blocking (it runs `criu check`): once, at start-up. A
+/// backend that fails its check is logged with the reason and not
+/// advertised.
+pub fn detect_checkpoint_backends(
+    configured: Option<&str>,
+    criu: Option<&str>,
+) -> skua_starter::backend::Detected {
+    let names: Vec<String> =
+        skua_daemon::security::split_list(configured.unwrap_or(DEFAULT_CHECKPOINT_BACKENDS));
+    let criu = criu
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .unwrap_or(skua_starter::backend::CRIU);
+    let found = skua_starter::backend::detect(&names, Path::new(criu));
+    for (name, reason) in &found.unavailable {
+        tracing::info!(backend = %name, %reason, "checkpoint backend not offered");
+    }
+    for name in &found.backends {
+        tracing::info!(backend = %name, platform = %found.platform, "checkpoint backend offered");
+    }
+    found
 }
 
 fn read(path: &str) -> Option<String> {
@@ -160,6 +192,8 @@ pub fn measure(src: &FactSources) -> MachineFacts {
         kflops: None,
         start_time: src.start_time,
         condor_version: skua_proto::CONDOR_VERSION.to_string(),
+        checkpoint_backends: src.checkpoint.backends.clone(),
+        checkpoint_platform: src.checkpoint.platform.clone(),
     }
 }
 
@@ -178,6 +212,7 @@ mod tests {
             filesystem_domain: "fs".into(),
             uid_domain: "uid".into(),
             start_time: 7,
+            checkpoint: Default::default(),
         });
         assert!(f.cpus >= 1);
         assert!(f.memory_mb > 0);
@@ -186,5 +221,57 @@ mod tests {
         assert!(!f.arch.is_empty() && f.arch == f.arch.to_ascii_uppercase());
         assert!(f.keyboard_idle >= 0 && f.console_idle >= 0);
         assert_eq!((f.hostname.as_str(), f.start_time), ("h", 7));
+        assert!(f.checkpoint_backends.is_empty());
+    }
+
+    /// A fake `criu` whose `check` exits with `rc`.
+    fn fake_criu(dir: &Path, rc: i32) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("criu");
+        let script = format!(
+            "#!/bin/sh\ncase \"$1\" in\n  check) echo 'Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable' >&2; exit {rc} ;;\n  --version) echo 'Version: 3.19'; exit 0 ;;\nesac\nexit 3\n"
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    #[test]
+    fn criu_is_offered_only_where_its_check_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let passing = fake_criu(dir.path(), 0);
+        let found = detect_checkpoint_backends(None, Some(&passing));
+        assert_eq!(found.backends, vec!["criu".to_string()]);
+        assert!(
+            found.platform.starts_with("criu-3.19 linux-"),
+            "{}",
+            found.platform
+        );
+        let f = measure(&FactSources {
+            execute: dir.path().to_path_buf(),
+            console_devices: vec![],
+            hostname: "h".into(),
+            filesystem_domain: "fs".into(),
+            uid_domain: "uid".into(),
+            start_time: 7,
+            checkpoint: found,
+        });
+        assert_eq!(f.checkpoint_backends, vec!["criu".to_string()]);
+        assert!(f.checkpoint_platform.starts_with("criu-3.19"));
+
+        // turned off by the administrator
+        assert!(detect_checkpoint_backends(Some(""), Some(&passing))
+            .backends
+            .is_empty());
+        // check fails (this kernel's vDSO, say), or no criu at all
+        let failing_dir = tempfile::tempdir().unwrap();
+        let failing = fake_criu(failing_dir.path(), 1);
+        let found = detect_checkpoint_backends(Some("criu"), Some(&failing));
+        assert!(found.backends.is_empty());
+        assert!(found.unavailable[0].1.contains("vdso"), "{:?}", found);
+        let absent = dir.path().join("no-criu").display().to_string();
+        assert!(detect_checkpoint_backends(None, Some(&absent))
+            .backends
+            .is_empty());
     }
 }

@@ -153,6 +153,7 @@ mod tests {
                 filesystem_domain: "h".into(),
                 uid_domain: "h".into(),
                 start_time: 0,
+                checkpoint: Default::default(),
             },
             attribute_file: Some(file),
             // an hour: only the test's clock gets there

@@ -9,9 +9,11 @@
 //! - [`plan`]: the decisions, pure (shared file system or transfer,
 //!   arguments, environment, kill signal, account, outputs).
 //! - [`usage`]: resource usage from `/proc` (and the job's cgroup).
+//! - [`backend`]: transparent checkpoint backends (CRIU): dump, restore, detection.
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
 //! - [`run`]: the shell.
 
+pub mod backend;
 pub mod cgroup;
 pub mod plan;
 pub mod run;

@@ -564,6 +564,20 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     if let Some(c) = ctx.get(&["transfer_output_files"])? {
         ad.str("TransferOutput", &normalize_list(&c.value));
     }
+    // Self-checkpointing (HTCondor's names): the exit code that means "checkpoint taken", the
+    // files it is made of (kept as written, as HTCondor does) and where the store is.
+    let checkpoint_exit = ctx.get(&["checkpoint_exit_code"])?;
+    if let Some(c) = &checkpoint_exit {
+        ad.int("SuccessCheckpointExitCode", ctx.integer(c)?);
+        ad.boolean("WantFTOnCheckpoint", true);
+    }
+    let checkpoint_files = ctx.get(&["transfer_checkpoint_files"])?;
+    if let Some(c) = &checkpoint_files {
+        ad.str("TransferCheckpoint", c.value.trim());
+    }
+    if let Some(c) = ctx.get(&["checkpoint_destination"])? {
+        ad.str("CheckpointDestination", c.value.trim());
+    }
     if let Some(c) = ctx.get(&["transfer_output_remaps"])? {
         let v = c.value.trim();
         let inner = v
@@ -706,7 +720,6 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ("concurrency_limits_expr", "ConcurrencyLimitsExpr"),
         ("want_graceful_removal", "WantGracefulRemoval"),
         ("coresize", "CoreSize"),
-        ("checkpoint_exit_code", "CheckpointExitCode"),
     ] {
         let names: [&'static str; 1] = [cmd];
         if let Some(c) = ctx.get(&names)? {
@@ -995,7 +1008,13 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             .iter()
             .map(|m| format!(" && stringListIMember(\"{m}\", TARGET.HasFileTransferPluginMethods)"))
             .collect::<String>();
-        let ft = format!("TARGET.HasFileTransfer{plugins}");
+        // Checkpoint files need a starter that sends them (HTCondor's version floor).
+        let ckpt_version = if checkpoint_files.is_some() {
+            " && versioncmp(split(TARGET.CondorVersion)[1], \"8.9.7\") >= 0"
+        } else {
+            ""
+        };
+        let ft = format!("TARGET.HasFileTransfer{ckpt_version}{plugins}");
         let fs = "TARGET.FileSystemDomain == MY.FileSystemDomain";
         match stf.as_str() {
             "NO" => {
@@ -1022,6 +1041,14 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ad.int("ScheddInterval", 300);
         clauses.push("TARGET.HasJobDeferral".to_string());
         clauses.push("(((time() + ScheddInterval) >= (DeferralTime - DeferralPrepTime)) && (time() < (DeferralTime + DeferralWindow)))".to_string());
+    }
+    if checkpoint_exit.is_some() {
+        clauses.push("TARGET.HasSelfCheckpointTransfers".to_string());
+    }
+    // Skua's opt-in to a transparent checkpoint backend (`+SkuaCheckpoint = "criu"`): only a
+    // slot that offers that backend will do.
+    if ad.has("SkuaCheckpoint") {
+        clauses.push("stringListIMember(MY.SkuaCheckpoint, TARGET.CheckpointBackends)".to_string());
     }
     if needs_fs_domain {
         ad.str("FileSystemDomain", &opts.filesystem_domain);

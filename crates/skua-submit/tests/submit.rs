@@ -215,6 +215,93 @@ fn default_requirements() {
     assert!(!req.contains("HasFileTransfer"), "{req}");
 }
 
+/// Checkpointing commands give HTCondor's attributes and clauses (checked against HTCondor
+/// 25.14's own submit code through the htcondor2 wheel).
+#[test]
+fn checkpoint_commands() {
+    let ads = jobs("executable = /bin/sleep\ncheckpoint_exit_code = 85\nqueue\n");
+    assert_eq!(attr(&ads[0], "SuccessCheckpointExitCode"), "85");
+    assert_eq!(attr(&ads[0], "WantFTOnCheckpoint"), "true");
+    assert_eq!(attr(&ads[0], "CheckpointExitCode"), "<absent>");
+    let req = attr(&ads[0], "Requirements");
+    assert!(
+        req.ends_with(" && TARGET.HasSelfCheckpointTransfers"),
+        "{req}"
+    );
+    assert!(!req.contains("8.9.7"), "{req}");
+    // The code is an integer expression.
+    let ads = jobs("executable = /bin/sleep\ncheckpoint_exit_code = 80+5\nqueue\n");
+    assert_eq!(attr(&ads[0], "SuccessCheckpointExitCode"), "85");
+    let e = err("executable = /bin/sleep\ncheckpoint_exit_code = abc\nqueue\n");
+    assert!(e.to_string().contains("checkpoint_exit_code"), "{e}");
+
+    let ads = jobs(concat!(
+        "executable = /bin/sleep\n",
+        "transfer_checkpoint_files = state.txt, more\n",
+        "checkpoint_destination = file:///ckpt/store\n",
+        "when_to_transfer_output = ON_EXIT_OR_EVICT\n",
+        "queue\n"
+    ));
+    assert_eq!(attr(&ads[0], "TransferCheckpoint"), "\"state.txt, more\"");
+    assert_eq!(
+        attr(&ads[0], "CheckpointDestination"),
+        "\"file:///ckpt/store\""
+    );
+    assert_eq!(
+        attr(&ads[0], "WhenToTransferOutput"),
+        "\"ON_EXIT_OR_EVICT\""
+    );
+    assert_eq!(attr(&ads[0], "ShouldTransferFiles"), "\"YES\"");
+    assert_eq!(attr(&ads[0], "WantFTOnCheckpoint"), "<absent>");
+    let req = attr(&ads[0], "Requirements");
+    assert!(
+        req.contains("TARGET.HasFileTransfer && versioncmp("),
+        "{req}"
+    );
+    assert!(!req.contains("HasSelfCheckpointTransfers"), "{req}");
+
+    // A job without these commands has none of their attributes or clauses.
+    let ads = jobs("executable = /bin/sleep\nqueue\n");
+    for name in [
+        "SuccessCheckpointExitCode",
+        "WantFTOnCheckpoint",
+        "TransferCheckpoint",
+    ] {
+        assert_eq!(attr(&ads[0], name), "<absent>", "{name}");
+    }
+    let req = attr(&ads[0], "Requirements");
+    assert!(!req.contains("Checkpoint"), "{req}");
+}
+
+/// `+SkuaCheckpoint = "criu"` asks for a slot that offers that transparent backend.
+#[test]
+fn skua_checkpoint_backend_requirement() {
+    use classad::{Evaluator, Value};
+    let ads = jobs("executable = /bin/sleep\n+SkuaCheckpoint = \"criu\"\nqueue\n");
+    let job = &ads[0];
+    assert_eq!(attr(job, "SkuaCheckpoint"), "\"criu\"");
+    let req = attr(job, "Requirements");
+    assert!(
+        req.ends_with(" && stringListIMember(MY.SkuaCheckpoint,TARGET.CheckpointBackends)"),
+        "{req}"
+    );
+    // The clause alone, evaluated with the job as MY and a machine as TARGET.
+    let clause =
+        classad::parse_expr("stringListIMember(MY.SkuaCheckpoint, TARGET.CheckpointBackends)")
+            .expect("clause parses");
+    let eval = |machine: &str| {
+        let m = classad::parse_old_ad(machine).expect("machine ad parses");
+        matches!(
+            Evaluator::default().eval(&clause, Some(job), Some(&m)),
+            Value::Bool(true)
+        )
+    };
+    assert!(eval("CheckpointBackends = \"criu\""));
+    assert!(eval("CheckpointBackends = \"dmtcp, CRIU\""));
+    assert!(!eval("CheckpointBackends = \"dmtcp\""));
+    assert!(!eval("Cpus = 1"));
+}
+
 #[test]
 fn universes_other_than_vanilla_are_flagged() {
     let plain = submit("executable = /bin/sleep\nqueue\n", &files(), &opts()).unwrap();

@@ -107,6 +107,46 @@ fn slot_ads_carry_htcondor_attributes() {
     assert!(!ev.eval_attr("Requirements", ad, Some(&bob)).is_true());
 }
 
+/// A slot offers a transparent checkpoint backend only where the startd's
+/// check found one, and a `+SkuaCheckpoint = "criu"` job's clause matches
+/// only there.
+#[test]
+fn checkpoint_backends_are_advertised_only_where_detected() {
+    let clause = "stringListIMember(MY.SkuaCheckpoint, TARGET.CheckpointBackends)";
+    let criu_job = job(&format!(
+        "[ SkuaCheckpoint = \"criu\"; Requirements = {clause} ]"
+    ));
+    let plain = machine(&[]);
+    let ad = &plain.ads(0)[0].1;
+    assert_eq!(attr(ad, "HasSelfCheckpointTransfers"), v(true));
+    for a in [
+        "HasCheckpointBackend",
+        "CheckpointBackends",
+        "CheckpointPlatform",
+    ] {
+        assert!(ad.lookup(a).is_none(), "{a}");
+    }
+    assert!(!evaluator(0)
+        .eval_attr("Requirements", &criu_job, Some(ad))
+        .is_true());
+
+    let mut f = facts();
+    f.checkpoint_backends = vec!["criu".into()];
+    f.checkpoint_platform = "criu-3.19 linux-6.8.0 x86_64".into();
+    let cfg = StartdConfig::from_knobs(&|_: &str| None, &f).unwrap();
+    let m = Machine::new(f, cfg, 1000);
+    let ad = &m.ads(0)[0].1;
+    assert_eq!(attr(ad, "HasCheckpointBackend"), v(true));
+    assert_eq!(attr(ad, "CheckpointBackends"), v("criu"));
+    assert_eq!(
+        attr(ad, "CheckpointPlatform"),
+        v("criu-3.19 linux-6.8.0 x86_64")
+    );
+    assert!(evaluator(0)
+        .eval_attr("Requirements", &criu_job, Some(ad))
+        .is_true());
+}
+
 #[test]
 fn startd_attrs_and_cron_attributes_are_merged() {
     let mut m = machine(&[
