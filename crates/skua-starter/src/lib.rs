@@ -11,10 +11,12 @@
 //! - [`usage`]: resource usage from `/proc` (and the job's cgroup).
 //! - [`backend`]: transparent checkpoint backends (CRIU): dump, restore, detection.
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
+//! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
 //! - [`run`]: the shell.
 
 pub mod backend;
 pub mod cgroup;
+pub mod checkpoint;
 pub mod plan;
 pub mod run;
 pub mod usage;

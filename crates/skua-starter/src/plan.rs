@@ -120,15 +120,22 @@ pub fn job_environment(job: &ClassAd, facts: &EnvFacts) -> Result<Vec<(String, S
 /// any case) or a number; `SIGTERM` (15) when absent or unknown.
 pub fn kill_signal(value: Option<&str>) -> i32 {
     const SIGTERM: i32 = 15;
-    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return SIGTERM;
-    };
+    value.and_then(signal_number).unwrap_or(SIGTERM)
+}
+
+/// The number of a signal written as a name (`SIGUSR2`, `usr2`) or a
+/// number (1..=64); `None` when empty or unknown.
+pub fn signal_number(value: &str) -> Option<i32> {
+    let v = value.trim();
+    if v.is_empty() {
+        return None;
+    }
     if let Ok(n) = v.parse::<i32>() {
-        return if (1..=64).contains(&n) { n } else { SIGTERM };
+        return (1..=64).contains(&n).then_some(n);
     }
     let upper = v.to_ascii_uppercase();
     let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    match name {
+    Some(match name {
         "HUP" => 1,
         "INT" => 2,
         "QUIT" => 3,
@@ -158,8 +165,168 @@ pub fn kill_signal(value: Option<&str>) -> i32 {
         "IO" | "POLL" => 29,
         "PWR" => 30,
         "SYS" => 31,
-        _ => SIGTERM,
+        _ => return None,
+    })
+}
+
+/// A signal attribute of the job (`KillSig`, `CheckpointSig`,
+/// `SuccessCheckpointExitSignal`): an integer, or a string naming the
+/// signal or holding its number. `None` when undefined or unknown.
+pub fn signal_attr(ad: &ClassAd, name: &str) -> Option<i32> {
+    match Evaluator::default().eval_attr(name, ad, None) {
+        Value::Int(n) => i32::try_from(n).ok().filter(|n| (1..=64).contains(n)),
+        v => v.as_string().as_deref().and_then(signal_number),
     }
+}
+
+/// Whether a job attribute evaluates to true.
+pub fn bool_attr(ad: &ClassAd, name: &str) -> bool {
+    matches!(
+        Evaluator::default().eval_attr(name, ad, None),
+        Value::Bool(true)
+    )
+}
+
+/// How a job checkpoints itself, from its ad (HTCondor's
+/// self-checkpointing attributes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointPolicy {
+    /// `SuccessCheckpointExitCode`.
+    pub exit_code: Option<i32>,
+    /// `SuccessCheckpointExitSignal`, when `SuccessCheckpointExitBySignal`
+    /// is true.
+    pub exit_signal: Option<i32>,
+    /// `WantFTOnCheckpoint`: a checkpoint exit sends the checkpoint's
+    /// files and restarts the job (without it the codes mean nothing).
+    pub want_ft: bool,
+    /// With `WantCheckpointSignal`: the signal that asks the job to
+    /// checkpoint (`CheckpointSig`, else its `KillSig`, else SIGTERM, as
+    /// HTCondor's starter chooses it).
+    pub signal: Option<i32>,
+}
+
+/// The job's [`CheckpointPolicy`].
+pub fn checkpoint_policy(job: &ClassAd) -> CheckpointPolicy {
+    let exit_code = int_attr(job, "SuccessCheckpointExitCode").and_then(|c| i32::try_from(c).ok());
+    let exit_signal = bool_attr(job, "SuccessCheckpointExitBySignal")
+        .then(|| signal_attr(job, "SuccessCheckpointExitSignal"))
+        .flatten();
+    let signal = bool_attr(job, "WantCheckpointSignal").then(|| {
+        signal_attr(job, "CheckpointSig")
+            .or_else(|| signal_attr(job, "KillSig"))
+            .unwrap_or(15)
+    });
+    CheckpointPolicy {
+        exit_code,
+        exit_signal,
+        want_ft: bool_attr(job, "WantFTOnCheckpoint"),
+        signal,
+    }
+}
+
+impl CheckpointPolicy {
+    /// Whether the job's process ending with exit `code` (or killed by
+    /// `signal`) is a checkpoint exit: its files are sent and it is
+    /// restarted.
+    pub fn is_checkpoint_exit(&self, code: Option<i32>, signal: Option<i32>) -> bool {
+        if !self.want_ft {
+            return false;
+        }
+        match (code, signal) {
+            (Some(c), _) => self.exit_code == Some(c),
+            (None, Some(s)) => self.exit_signal == Some(s),
+            (None, None) => false,
+        }
+    }
+
+    /// The signal a vacate sends: the checkpoint signal of a job that
+    /// wants one, else its kill signal.
+    pub fn vacate_signal(&self, kill_sig: i32) -> i32 {
+        self.signal.unwrap_or(kill_sig)
+    }
+
+    /// How often the job gets its checkpoint signal while it runs, given
+    /// `CHECKPOINT_SIGNAL_INTERVAL` in seconds (0: never).
+    pub fn signal_period(&self, interval_secs: u64) -> Option<std::time::Duration> {
+        (self.signal.is_some() && interval_secs > 0)
+            .then(|| std::time::Duration::from_secs(interval_secs))
+    }
+
+    /// Whether a vacated job's files are kept as a checkpoint (kind
+    /// Evict): with `WhenToTransferOutput = ON_EXIT_OR_EVICT`, or when the
+    /// job exited with its checkpoint code (or signal) within the vacate
+    /// time. `exit`: how its process ended, `None` when it had to be
+    /// killed.
+    pub fn checkpoint_on_vacate(
+        &self,
+        transfer_on_evict: bool,
+        exit: Option<(Option<i32>, Option<i32>)>,
+    ) -> bool {
+        transfer_on_evict || exit.is_some_and(|(code, sig)| self.is_checkpoint_exit(code, sig))
+    }
+}
+
+/// Where a checkpoint's files come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointSource {
+    /// A list of names (files or directories in the scratch directory).
+    Listed {
+        /// The names, as the job wrote them (trailing `/` removed).
+        items: Vec<String>,
+        /// The list is `TransferCheckpoint` (not the output list).
+        named_for_checkpoint: bool,
+    },
+    /// Every top-level file created or changed since the job started, as
+    /// for outputs ([`changed_outputs`]).
+    Changed,
+}
+
+/// The checkpoint's files: `TransferCheckpoint` (an empty list sends
+/// nothing), else `TransferOutput`, else the changed files.
+pub fn checkpoint_source(job: &ClassAd) -> CheckpointSource {
+    let listed = |list: String, named_for_checkpoint| CheckpointSource::Listed {
+        items: split_list(&list)
+            .into_iter()
+            .map(|i| i.trim_end_matches('/').to_string())
+            .filter(|i| !i.is_empty())
+            .collect(),
+        named_for_checkpoint,
+    };
+    if let Some(list) = string_attr(job, "TransferCheckpoint") {
+        return listed(list, true);
+    }
+    if let Some(list) = string_attr(job, "TransferOutput") {
+        return listed(list, false);
+    }
+    CheckpointSource::Changed
+}
+
+/// Whether a file a checkpoint's list names but the job did not write
+/// holds the job (HoldReasonCode 12, subcode 2): always for a
+/// checkpoint the job asked for by exiting, and for a file named in
+/// `TransferCheckpoint`; a vacated job's output list (`ON_EXIT_OR_EVICT`)
+/// may name results it has not written yet.
+pub fn missing_checkpoint_file_holds(
+    kind: skua_proto::CheckpointKind,
+    named_for_checkpoint: bool,
+) -> bool {
+    !matches!(kind, skua_proto::CheckpointKind::Evict) || named_for_checkpoint
+}
+
+/// Whether `name` may be part of a checkpoint: never the ad files, the
+/// job's standard streams or its executable.
+pub fn checkpointable(name: &str, executable: Option<&str>) -> bool {
+    name != ".job.ad"
+        && name != ".machine.ad"
+        && name != skua_proto::STDOUT_NAME
+        && name != skua_proto::STDERR_NAME
+        && Some(name) != executable
+}
+
+/// The number of the first checkpoint a run sends, after the stored one
+/// (`BeginReply.checkpoint`): `last + 1`, or 1.
+pub fn first_checkpoint_number(last: Option<&skua_proto::CheckpointInfo>) -> u64 {
+    last.map_or(1, |c| c.number.saturating_add(1))
 }
 
 /// The nice value from `JOB_RENICE_INCREMENT`'s evaluated value, clamped
@@ -545,5 +712,140 @@ mod tests {
         for bad in ["", "/abs", "../x", "a/../../b", "."] {
             assert!(!is_safe_relative(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn signals_in_ads_by_number_or_name() {
+        let j = ad(r#"[ A = 12; B = "SIGUSR1"; C = "2"; D = "nope"; E = 99 ]"#);
+        assert_eq!(signal_attr(&j, "A"), Some(12));
+        assert_eq!(signal_attr(&j, "B"), Some(10));
+        assert_eq!(signal_attr(&j, "C"), Some(2));
+        assert_eq!(signal_attr(&j, "D"), None);
+        assert_eq!(signal_attr(&j, "E"), None);
+        assert_eq!(signal_attr(&j, "Missing"), None);
+    }
+
+    #[test]
+    fn checkpoint_exits_need_want_ft_on_checkpoint() {
+        let p = checkpoint_policy(&ad(
+            r#"[ SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true ]"#,
+        ));
+        assert!(p.is_checkpoint_exit(Some(85), None));
+        assert!(!p.is_checkpoint_exit(Some(0), None));
+        assert!(!p.is_checkpoint_exit(None, Some(85)));
+        assert_eq!(p.signal, None);
+        // without WantFTOnCheckpoint the code means nothing
+        let p = checkpoint_policy(&ad(r#"[ SuccessCheckpointExitCode = 85 ]"#));
+        assert!(!p.is_checkpoint_exit(Some(85), None));
+        // by signal, only with SuccessCheckpointExitBySignal
+        let p = checkpoint_policy(&ad(
+            r#"[ SuccessCheckpointExitBySignal = true; SuccessCheckpointExitSignal = "SIGUSR1";
+                 WantFTOnCheckpoint = true ]"#,
+        ));
+        assert!(p.is_checkpoint_exit(None, Some(10)));
+        assert!(!p.is_checkpoint_exit(None, Some(15)));
+        assert!(!p.is_checkpoint_exit(Some(10), None));
+        let p = checkpoint_policy(&ad(
+            r#"[ SuccessCheckpointExitSignal = 10; WantFTOnCheckpoint = true ]"#,
+        ));
+        assert!(!p.is_checkpoint_exit(None, Some(10)));
+    }
+
+    #[test]
+    fn the_checkpoint_signal_defaults_to_the_kill_signal() {
+        let p = checkpoint_policy(&ad(
+            r#"[ WantCheckpointSignal = true; CheckpointSig = "SIGUSR2"; KillSig = "SIGINT" ]"#,
+        ));
+        assert_eq!(p.signal, Some(12));
+        assert_eq!(p.vacate_signal(2), 12);
+        let p = checkpoint_policy(&ad(
+            r#"[ WantCheckpointSignal = true; KillSig = "SIGINT" ]"#,
+        ));
+        assert_eq!(p.signal, Some(2));
+        let p = checkpoint_policy(&ad(r#"[ WantCheckpointSignal = true ]"#));
+        assert_eq!(p.signal, Some(15));
+        // no WantCheckpointSignal: the vacate sends the kill signal, no
+        // periodic signal
+        let p = checkpoint_policy(&ad(r#"[ CheckpointSig = "SIGUSR2" ]"#));
+        assert_eq!(p.signal, None);
+        assert_eq!(p.vacate_signal(2), 2);
+        assert_eq!(p.signal_period(3600), None);
+        let p = checkpoint_policy(&ad(r#"[ WantCheckpointSignal = true ]"#));
+        assert_eq!(
+            p.signal_period(60),
+            Some(std::time::Duration::from_secs(60))
+        );
+        assert_eq!(p.signal_period(0), None);
+    }
+
+    #[test]
+    fn a_vacated_job_checkpoints_on_evict_or_with_its_checkpoint_exit() {
+        let p = checkpoint_policy(&ad(
+            r#"[ SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true; WantCheckpointSignal = true ]"#,
+        ));
+        assert!(p.checkpoint_on_vacate(false, Some((Some(85), None))));
+        assert!(!p.checkpoint_on_vacate(false, Some((Some(0), None))));
+        assert!(!p.checkpoint_on_vacate(false, Some((None, Some(15)))));
+        assert!(!p.checkpoint_on_vacate(false, None));
+        // ON_EXIT_OR_EVICT: whatever happened to the process
+        let plain = CheckpointPolicy::default();
+        assert!(plain.checkpoint_on_vacate(true, None));
+        assert!(plain.checkpoint_on_vacate(true, Some((None, Some(9)))));
+        assert!(!plain.checkpoint_on_vacate(false, Some((Some(85), None))));
+    }
+
+    #[test]
+    fn checkpoint_files_come_from_the_checkpoint_list_then_the_output_list() {
+        let j = ad(r#"[ TransferCheckpoint = "state.dat, ckdir/"; TransferOutput = "out" ]"#);
+        assert_eq!(
+            checkpoint_source(&j),
+            CheckpointSource::Listed {
+                items: vec!["state.dat".into(), "ckdir".into()],
+                named_for_checkpoint: true
+            }
+        );
+        let j = ad(r#"[ TransferCheckpoint = "" ]"#);
+        assert_eq!(
+            checkpoint_source(&j),
+            CheckpointSource::Listed {
+                items: vec![],
+                named_for_checkpoint: true
+            }
+        );
+        let j = ad(r#"[ TransferOutput = "a b" ]"#);
+        assert_eq!(
+            checkpoint_source(&j),
+            CheckpointSource::Listed {
+                items: vec!["a".into(), "b".into()],
+                named_for_checkpoint: false
+            }
+        );
+        assert_eq!(checkpoint_source(&ad("[]")), CheckpointSource::Changed);
+        use skua_proto::CheckpointKind::{Backend, Evict, Exit};
+        assert!(missing_checkpoint_file_holds(Exit, false));
+        assert!(missing_checkpoint_file_holds(Exit, true));
+        assert!(missing_checkpoint_file_holds(Evict, true));
+        assert!(!missing_checkpoint_file_holds(Evict, false));
+        assert!(missing_checkpoint_file_holds(Backend, false));
+        for never in [
+            ".job.ad",
+            ".machine.ad",
+            "_condor_stdout",
+            "_condor_stderr",
+            "run.sh",
+        ] {
+            assert!(!checkpointable(never, Some("run.sh")), "{never}");
+        }
+        assert!(checkpointable("state.dat", Some("run.sh")));
+    }
+
+    #[test]
+    fn checkpoints_are_numbered_after_the_stored_one() {
+        assert_eq!(first_checkpoint_number(None), 1);
+        let last = skua_proto::CheckpointInfo {
+            number: 7,
+            backend: None,
+        };
+        assert_eq!(first_checkpoint_number(Some(&last)), 8);
     }
 }

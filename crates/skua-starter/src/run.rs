@@ -16,13 +16,14 @@ use skua_daemon::context::knob_u64;
 use skua_daemon::DaemonContext;
 use skua_net::Client;
 use skua_proto::{
-    routes, Ack, BeginReply, EntryKind, InputFileRequest, JobExit, JobUpdate, OutputFileMeta,
-    RunOutcome, ShadowBegin, ShadowMoved, StarterDone, StarterMessage, StarterSpec, UpdateKind,
-    STARTER_EXIT_LOST_SHADOW, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+    routes, Ack, BeginReply, CheckpointKind, EntryKind, InputFileRequest, JobExit, JobUpdate,
+    OutputFileMeta, RunOutcome, ShadowBegin, ShadowMoved, StarterDone, StarterMessage, StarterSpec,
+    UpdateKind, STARTER_EXIT_LOST_SHADOW, STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
 };
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
+use crate::checkpoint::{CheckpointError, TransferError};
 use crate::plan::{self, RunAs, Stamp};
 use crate::usage::UsageMeter;
 use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
@@ -155,6 +156,10 @@ pub struct Settings {
     /// `SOFT_UID_DOMAIN`: an owner without an account here runs under the
     /// submit side's uid and gid.
     pub soft_uid_domain: bool,
+    /// `CHECKPOINT_SIGNAL_INTERVAL` (seconds, default 3600; 0: never):
+    /// how often a job with `WantCheckpointSignal` gets its
+    /// `CheckpointSig` while it runs.
+    pub checkpoint_signal_interval: u64,
 }
 
 impl Settings {
@@ -177,6 +182,7 @@ impl Settings {
                 "SOFT_UID_DOMAIN",
                 false,
             )?,
+            checkpoint_signal_interval: knob_u64(&ctx.config, "CHECKPOINT_SIGNAL_INTERVAL", 3600)?,
         })
     }
 }
@@ -319,6 +325,11 @@ async fn run_job(
         executing_reported: false,
         account: None,
         as_user: as_user.clone(),
+        policy: plan::CheckpointPolicy::default(),
+        next_checkpoint: 1,
+        baseline: BTreeMap::new(),
+        executable: None,
+        restored: Vec::new(),
     };
     let outcome = starter.go().await;
     let usage = starter.meter.final_usage();
@@ -520,12 +531,26 @@ struct Starter<'a> {
     account: Option<Account>,
     /// Runs file operations with the account's rights.
     as_user: AsUser,
+    /// How the job checkpoints itself.
+    policy: plan::CheckpointPolicy,
+    /// The number the next checkpoint gets.
+    next_checkpoint: u64,
+    /// The scratch directory's top-level files after the input transfer:
+    /// what the job changed since is its output (and, without a list, its
+    /// checkpoint).
+    baseline: BTreeMap<String, Stamp>,
+    /// The job's executable in the scratch directory, if transferred.
+    executable: Option<String>,
+    /// The files of the stored checkpoint the job started from.
+    restored: Vec<String>,
 }
 
 /// How the job's process ended, as the starter saw it.
 enum Ending {
     Exited(ExitStatus),
-    Vacated,
+    /// Vacated; how the process ended within the vacate time (`None`: it
+    /// had to be killed).
+    Vacated(Option<ExitStatus>),
     Killed,
 }
 
@@ -710,6 +735,9 @@ impl Starter<'_> {
             .await
             .map_err(|e| Failure::retry(format!("the shadow refused to begin: {e}")))?;
 
+        self.policy = plan::checkpoint_policy(&self.job);
+        self.next_checkpoint = plan::first_checkpoint_number(reply.checkpoint.as_ref());
+
         // The input transfer, interruptible by a vacate or kill.
         let inputs = if shared_fs { Vec::new() } else { reply.inputs };
         let client = self.client.clone();
@@ -736,38 +764,74 @@ impl Starter<'_> {
             }
         }
         self.write_ad_files().await.map_err(Failure::retry)?;
-        let baseline = if shared_fs {
+        // (checkpoint files restored among the inputs are part of it: one
+        // the job leaves untouched is not an output)
+        self.baseline = if shared_fs {
             BTreeMap::new()
         } else {
             top_level_files(&self.scratch)
         };
 
-        let executable = inputs.iter().find(|e| e.executable).map(|e| e.path.clone());
-        let mut running = self.spawn(shared_fs, &inputs, executable.as_deref())?;
-        // The startd kills what a crashed starter leaves: by its cgroup when
-        // the job has one, else by the process group named here.
-        if running.cgroup.is_none() {
-            let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
-        }
-        self.renice(running.pgid);
-        self.meter.start(running.pgid);
-        self.meter
-            .watch_cgroup(running.cgroup.as_ref().map(|g| g.path()));
-        self.spawned = true;
+        self.executable = inputs.iter().find(|e| e.executable).map(|e| e.path.clone());
+        self.restored = inputs
+            .iter()
+            .filter(|e| e.checkpoint && e.kind == EntryKind::File)
+            .map(|e| e.path.clone())
+            .collect();
+        let executable = self.executable.clone();
+        let mut restarts = 0u32;
+        let ending = loop {
+            // a restart after a checkpoint appends to the job's streams
+            let mut running =
+                self.spawn(shared_fs, &inputs, executable.as_deref(), restarts > 0)?;
+            // The startd kills what a crashed starter leaves: by its cgroup
+            // when the job has one, else by the process group named here.
+            if running.cgroup.is_none() {
+                let _ = std::fs::write(&self.pgid_file, format!("{}\n", running.pgid));
+            }
+            self.renice(running.pgid);
+            if restarts == 0 {
+                self.meter.start(running.pgid);
+            } else {
+                // usage keeps accumulating over the run's restarts
+                self.meter.restart(running.pgid);
+            }
+            self.meter
+                .watch_cgroup(running.cgroup.as_ref().map(|g| g.path()));
+            self.spawned = true;
 
-        let ending = self.supervise(&mut running).await;
-        // stopped at the startd's request: its report is not worth holding
-        // for the lease (the startd waits for the starter to go)
-        if matches!(ending, Ending::Vacated | Ending::Killed) {
-            self.stop_asked = true;
-        }
-        // No process of the job survives it.
-        let _ = killpg(running.pgid, Signal::SIGKILL);
-        crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
-        self.meter.finish();
+            let ending = self.supervise(&mut running).await;
+            // stopped at the startd's request: its report is not worth
+            // holding for the lease (the startd waits for the starter to go)
+            if matches!(ending, Ending::Vacated(_) | Ending::Killed) {
+                self.stop_asked = true;
+            }
+            // No process of the job survives it.
+            let _ = killpg(running.pgid, Signal::SIGKILL);
+            crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
+            self.meter.finish();
+            let Ending::Exited(status) = ending else {
+                break ending;
+            };
+            if !self
+                .policy
+                .is_checkpoint_exit(status.code(), status.signal())
+            {
+                break ending;
+            }
+            // A self-checkpoint: its files go to the shadow, then the job
+            // starts again in the same directory with the same arguments.
+            tracing::info!(?status, restarts, "the job exited to checkpoint");
+            if !shared_fs {
+                if let Err(e) = self.checkpoint_job_files(CheckpointKind::Exit).await {
+                    return self.checkpoint_failed(e);
+                }
+            }
+            restarts += 1;
+        };
 
         // the startd's WANT_HOLD: it wrote why before stopping the job
-        if matches!(ending, Ending::Vacated | Ending::Killed) {
+        if matches!(ending, Ending::Vacated(_) | Ending::Killed) {
             if let Some(h) = self.startd_hold() {
                 tracing::info!(reason = %h.reason, "the startd holds the job");
                 return Ok(RunOutcome::Held {
@@ -779,12 +843,26 @@ impl Starter<'_> {
         }
         let (outcome, send_outputs) = match ending {
             Ending::Exited(status) => (outcome_of(status), true),
-            Ending::Vacated => (
-                RunOutcome::Evicted {
-                    reason: "the job was vacated".into(),
-                },
-                plan::transfer_on_evict(&self.job),
-            ),
+            Ending::Vacated(status) => {
+                // its files are kept as a checkpoint for its next start
+                // (ON_EXIT_OR_EVICT, or it checkpointed on its signal)
+                let exit = status.map(|s| (s.code(), s.signal()));
+                if !shared_fs
+                    && self
+                        .policy
+                        .checkpoint_on_vacate(plan::transfer_on_evict(&self.job), exit)
+                {
+                    if let Err(e) = self.checkpoint_job_files(CheckpointKind::Evict).await {
+                        return self.checkpoint_failed(e);
+                    }
+                }
+                (
+                    RunOutcome::Evicted {
+                        reason: "the job was vacated".into(),
+                    },
+                    false,
+                )
+            }
             Ending::Killed => (
                 RunOutcome::Evicted {
                     reason: if self.startd_gone {
@@ -797,6 +875,7 @@ impl Starter<'_> {
             ),
         };
         if send_outputs && !shared_fs {
+            let baseline = std::mem::take(&mut self.baseline);
             let sent = loop {
                 match self.send_outputs(&baseline, executable.as_deref()).await {
                     Ok(sent) => break sent,
@@ -826,6 +905,29 @@ impl Starter<'_> {
             }
         }
         Ok(outcome)
+    }
+
+    /// The run's end after a checkpoint that was not stored.
+    fn checkpoint_failed(&mut self, e: CheckpointError) -> Result<RunOutcome, Failure> {
+        tracing::warn!(error = %e, "the checkpoint was not stored");
+        match e {
+            CheckpointError::Refused { reason, subcode } => Ok(RunOutcome::Held {
+                reason,
+                code: crate::checkpoint::HOLD_FAILED_TO_CHECKPOINT,
+                subcode,
+            }),
+            CheckpointError::Missing { reason } => Ok(RunOutcome::Held {
+                reason,
+                code: crate::checkpoint::HOLD_TRANSFER_OUTPUT_ERROR,
+                subcode: crate::checkpoint::ENOENT,
+            }),
+            CheckpointError::Interrupted => Ok(RunOutcome::Evicted {
+                reason: CheckpointError::Interrupted.to_string(),
+            }),
+            e @ (CheckpointError::Lost(_) | CheckpointError::Failed(_)) => {
+                Err(Failure::retry(e.to_string()))
+            }
+        }
     }
 
     /// The startd's hold request (`dir_<pid>.hold`), if it wrote one.
@@ -909,6 +1011,7 @@ impl Starter<'_> {
         shared_fs: bool,
         inputs: &[skua_proto::InputEntry],
         executable: Option<&str>,
+        append: bool,
     ) -> Result<Running, Failure> {
         let iwd = plan::string_attr(&self.job, "Iwd").unwrap_or_else(|| "/".into());
         let iwd = PathBuf::from(iwd);
@@ -976,7 +1079,8 @@ impl Starter<'_> {
                     std::fs::OpenOptions::new()
                         .write(true)
                         .create(true)
-                        .truncate(true)
+                        .append(append)
+                        .truncate(!append)
                         .open(p)
                 };
                 let out = o
@@ -1178,6 +1282,16 @@ impl Starter<'_> {
         let report_execution =
             tokio::time::sleep(Duration::from_millis(skua_proto::EXECUTE_REPORT_DELAY_MS));
         tokio::pin!(report_execution);
+        // the periodic checkpoint signal of a job that wants one
+        let checkpoint_sig = self
+            .policy
+            .signal
+            .and_then(|s| Signal::try_from(s).ok())
+            .unwrap_or(Signal::SIGTERM);
+        let mut checkpoint_ticks = self
+            .policy
+            .signal_period(self.settings.checkpoint_signal_interval)
+            .map(|p| tokio::time::interval_at(tokio::time::Instant::now() + p, p));
         // a request that interrupted an update
         let mut pending: Option<Request> = None;
         loop {
@@ -1226,6 +1340,13 @@ impl Starter<'_> {
                         self.meter.sample();
                         continue;
                     }
+                    _ = tick_if_any(&mut checkpoint_ticks) => {
+                        if !suspended {
+                            tracing::info!(signal = %checkpoint_sig, "asking the job to checkpoint");
+                            let _ = killpg(running.pgid, checkpoint_sig);
+                        }
+                        continue;
+                    }
                     req = next_request(self.signals, self.inbox) => req,
                 },
             };
@@ -1271,7 +1392,9 @@ impl Starter<'_> {
     /// Soft vacate: the job's kill signal, `max_vacate_secs` of grace,
     /// then SIGKILL. A hard kill request during the grace escalates.
     async fn vacate(&mut self, running: &mut Running) -> Ending {
-        let sig = plan::kill_signal(plan::string_attr(&self.job, "KillSig").as_deref());
+        // a job that wants a checkpoint signal gets it instead
+        let kill_sig = plan::signal_attr(&self.job, "KillSig").unwrap_or(15);
+        let sig = self.policy.vacate_signal(kill_sig);
         let sig = Signal::try_from(sig).unwrap_or(Signal::SIGTERM);
         tracing::info!(signal = %sig, grace = self.spec.max_vacate_secs, "vacating the job");
         crate::cgroup::freeze(running.cgroup.as_ref(), false);
@@ -1281,10 +1404,10 @@ impl Starter<'_> {
         tokio::pin!(deadline);
         loop {
             tokio::select! {
-                _ = running.child.wait() => return Ending::Vacated,
+                status = running.child.wait() => return Ending::Vacated(status.ok()),
                 _ = &mut deadline => {
                     hard_kill(running).await;
-                    return Ending::Vacated;
+                    return Ending::Vacated(None);
                 }
                 req = next_request(self.signals, self.inbox) => {
                     if let Request::Kill { startd_gone } = req {
@@ -1295,6 +1418,148 @@ impl Starter<'_> {
                 }
             }
         }
+    }
+
+    /// The files of a checkpoint of `kind` the job asks for
+    /// ([`plan::checkpoint_source`]): the named files (a directory sends
+    /// every file below it), or every top-level file created or changed
+    /// since the input transfer; never the ad files, the streams or the
+    /// executable. A named file that does not exist is
+    /// [`CheckpointError::Missing`] (except an output not yet written when
+    /// a vacated job's outputs are kept, see
+    /// [`plan::missing_checkpoint_file_holds`]).
+    pub(crate) fn checkpoint_files(
+        &self,
+        kind: CheckpointKind,
+    ) -> Result<Vec<String>, CheckpointError> {
+        let exe = self.executable.as_deref();
+        let mut out: Vec<String> = Vec::new();
+        match plan::checkpoint_source(&self.job) {
+            plan::CheckpointSource::Changed => {
+                out = plan::changed_outputs(&self.baseline, &top_level_files(&self.scratch), exe);
+                // the files of the checkpoint it started from, still
+                // there, belong to the new one (it replaces the old)
+                for name in &self.restored {
+                    if self.scratch.join(name).is_file() {
+                        out.push(name.clone());
+                    }
+                }
+                out.sort();
+            }
+            plan::CheckpointSource::Listed {
+                items,
+                named_for_checkpoint,
+            } => {
+                for item in items {
+                    if !plan::is_safe_relative(&item) {
+                        tracing::warn!(file = %item, "not checkpointing a file outside the scratch directory");
+                        continue;
+                    }
+                    let path = self.scratch.join(&item);
+                    match std::fs::metadata(&path) {
+                        Ok(m) if m.is_dir() => files_below(&self.scratch, &item, &mut out),
+                        Ok(m) if m.is_file() => out.push(item),
+                        _ if plan::missing_checkpoint_file_holds(kind, named_for_checkpoint) => {
+                            return Err(CheckpointError::Missing {
+                                reason: crate::checkpoint::missing_reason(&path),
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|n| plan::checkpointable(n, exe) && seen.insert(n.clone()));
+        Ok(out)
+    }
+
+    /// Sends checkpoint `files` (names relative to the scratch
+    /// directory), numbered after the last one, then commits it. While
+    /// it goes, a kill (or a vacate, unless the checkpoint is the
+    /// vacate's own) stops it: [`CheckpointError::Interrupted`], the
+    /// previous checkpoint stays. A shadow that cannot be reached is
+    /// waited for within the job's lease, as for outputs, and the whole
+    /// checkpoint sent again.
+    pub(crate) async fn send_checkpoint(
+        &mut self,
+        kind: CheckpointKind,
+        files: &[String],
+        backend: Option<&str>,
+    ) -> Result<(), CheckpointError> {
+        let ckpt = crate::checkpoint::Checkpoint {
+            number: self.next_checkpoint,
+            kind,
+            files: files.to_vec(),
+            backend: backend.map(str::to_string),
+            usage: self.meter.usage(),
+        };
+        tracing::info!(
+            number = ckpt.number,
+            ?kind,
+            files = files.len(),
+            "sending a checkpoint"
+        );
+        loop {
+            let transfer = crate::checkpoint::Transfer {
+                client: self.client.clone(),
+                claim_id: self.spec.claim_id.clone(),
+                job_id: self.spec.job_id.clone(),
+                scratch: self.scratch.clone(),
+                as_user: self.as_user.clone(),
+                rights: self.rights(),
+            };
+            let result = {
+                let send = crate::checkpoint::send(&transfer, &ckpt);
+                tokio::pin!(send);
+                loop {
+                    tokio::select! {
+                        r = &mut send => break r,
+                        req = next_request(self.signals, self.inbox) => match req {
+                            Request::Kill { startd_gone } => {
+                                self.startd_gone |= startd_gone;
+                                self.stop_asked = true;
+                                return Err(CheckpointError::Interrupted);
+                            }
+                            Request::Vacate if kind != CheckpointKind::Evict => {
+                                self.stop_asked = true;
+                                return Err(CheckpointError::Interrupted);
+                            }
+                            Request::Vacate | Request::Suspend | Request::Continue => {}
+                            Request::Reconnect => self.take_new_address(),
+                        },
+                    }
+                }
+            };
+            match result {
+                Ok(_) => {
+                    self.contact_ok();
+                    self.next_checkpoint += 1;
+                    return Ok(());
+                }
+                Err(TransferError::Unreachable(e)) if self.lease.is_some() => {
+                    self.contact_lost(&e);
+                    if !self.await_shadow().await {
+                        return Err(if self.stop_asked {
+                            CheckpointError::Interrupted
+                        } else {
+                            CheckpointError::Lost(e.to_string())
+                        });
+                    }
+                }
+                Err(TransferError::Unreachable(e)) => {
+                    return Err(CheckpointError::Lost(e.to_string()))
+                }
+                Err(TransferError::Final(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Takes a checkpoint of `kind` of the job's own files
+    /// ([`Starter::checkpoint_files`]) and sends it.
+    async fn checkpoint_job_files(&mut self, kind: CheckpointKind) -> Result<(), CheckpointError> {
+        let files = self.checkpoint_files(kind)?;
+        self.send_checkpoint(kind, &files, None).await
     }
 
     /// Sends the outputs back. `Some(reason)`: a file named in
@@ -1395,6 +1660,16 @@ enum OutputError {
 impl OutputError {
     fn failed(reason: String) -> OutputError {
         OutputError::Failed(Failure::retry(reason))
+    }
+}
+
+/// The next tick of `interval`; never, without one.
+async fn tick_if_any(interval: &mut Option<tokio::time::Interval>) {
+    match interval {
+        Some(i) => {
+            i.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -107,6 +107,9 @@ pub struct UsageMeter {
     /// included.
     cgroup: Option<PathBuf>,
     cgroup_cpu: Option<CpuStat>,
+    /// CPU seconds (user, system) of the cgroups of the job's earlier
+    /// processes in this run (a self-checkpointing job is restarted).
+    earlier_cgroups: (f64, f64),
 }
 
 impl UsageMeter {
@@ -117,6 +120,23 @@ impl UsageMeter {
         self.pgid = Some(pgid.as_raw());
         self.started = Some(Instant::now());
         self.baseline = children_rusage();
+    }
+
+    /// The job was started again in the same run (after a checkpoint):
+    /// its new process group is measured from now on, and the usage keeps
+    /// accumulating (wall time from the first start, the CPU of every
+    /// process, the peaks).
+    pub fn restart(&mut self, pgid: Pid) {
+        if self.started.is_none() {
+            self.start(pgid);
+            return;
+        }
+        self.pgid = Some(pgid.as_raw());
+        self.ended = None;
+        if let Some(cpu) = self.cgroup_cpu.take() {
+            self.earlier_cgroups.0 += cpu.user_secs();
+            self.earlier_cgroups.1 += cpu.sys_secs();
+        }
     }
 
     /// Reads the CPU time of the job's cgroup at each sample from now on.
@@ -130,15 +150,15 @@ impl UsageMeter {
     pub fn cgroup_final(&mut self, cpu: CpuStat) {
         self.cgroup = None;
         self.cgroup_cpu = Some(cpu);
-        self.user_secs = self.user_secs.max(cpu.user_secs());
-        self.sys_secs = self.sys_secs.max(cpu.sys_secs());
+        self.user_secs = self.user_secs.max(self.earlier_cgroups.0 + cpu.user_secs());
+        self.sys_secs = self.sys_secs.max(self.earlier_cgroups.1 + cpu.sys_secs());
     }
 
     fn sample_cgroup(&mut self) {
         if let Some(cpu) = self.cgroup.as_deref().and_then(CpuStat::read) {
             self.cgroup_cpu = Some(cpu);
-            self.user_secs = self.user_secs.max(cpu.user_secs());
-            self.sys_secs = self.sys_secs.max(cpu.sys_secs());
+            self.user_secs = self.user_secs.max(self.earlier_cgroups.0 + cpu.user_secs());
+            self.sys_secs = self.sys_secs.max(self.earlier_cgroups.1 + cpu.sys_secs());
         }
     }
 
@@ -173,8 +193,8 @@ impl UsageMeter {
         }
         self.peak_vsize_kb = self.peak_vsize_kb.max(self.peak_rss_kb);
         if let Some(cpu) = self.cgroup_cpu {
-            self.user_secs = cpu.user_secs();
-            self.sys_secs = cpu.sys_secs();
+            self.user_secs = self.earlier_cgroups.0 + cpu.user_secs();
+            self.sys_secs = self.earlier_cgroups.1 + cpu.sys_secs();
         }
     }
 
@@ -223,6 +243,30 @@ mod tests {
         let u = m.final_usage();
         assert!((u.user_cpu_secs - 3.0).abs() < 1e-9, "{u:?}");
         assert!((u.sys_cpu_secs - 0.5).abs() < 1e-9, "{u:?}");
+    }
+
+    #[test]
+    fn a_restarted_job_s_usage_accumulates() {
+        let mut m = UsageMeter::default();
+        m.start(nix::unistd::getpgrp());
+        m.cgroup_final(CpuStat {
+            usage_usec: 2_000_000,
+            user_usec: 1_500_000,
+            system_usec: 500_000,
+        });
+        m.finish();
+        let first = m.final_usage();
+        m.restart(nix::unistd::getpgrp());
+        m.cgroup_final(CpuStat {
+            usage_usec: 1_250_000,
+            user_usec: 1_000_000,
+            system_usec: 250_000,
+        });
+        m.finish();
+        let u = m.final_usage();
+        assert!((u.user_cpu_secs - 2.5).abs() < 1e-9, "{u:?}");
+        assert!((u.sys_cpu_secs - 0.75).abs() < 1e-9, "{u:?}");
+        assert!(u.wall_secs >= first.wall_secs, "{u:?} {first:?}");
     }
 
     #[test]

@@ -1,17 +1,21 @@
 //! A fake shadow: the routes a starter calls on the schedd while it runs a
-//! job (begin, input files, output files, updates, exit), served for one
-//! claim and one job ad, recording everything the starter says.
+//! job (begin, input files, checkpoints, output files, updates, exit),
+//! served for one claim and one job ad, recording everything the starter
+//! says.
 //!
 //! Inputs are planned as the schedd plans them
 //! ([`skua_schedd::sandbox::plan_inputs`]) when the starter asks for a
-//! transfer; outputs land in the shadow's output directory.
+//! transfer, followed by the files of [`ShadowRecord::checkpoint_inputs`]
+//! (a stored checkpoint, flagged as such); outputs land in the shadow's
+//! output directory, checkpoint files in its `.checkpoints/<N>/`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use skua_net::proto::{
-    routes, Ack, BeginReply, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, ShadowBegin,
-    UpdateKind, TRANSFER_HEADER,
+    routes, Ack, BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, EntryKind,
+    InputEntry, InputFileRequest, JobExit, JobUpdate, OutputFileMeta, ShadowBegin, UpdateKind,
+    TRANSFER_HEADER,
 };
 use skua_net::routing::post;
 use skua_net::{
@@ -35,6 +39,18 @@ pub struct ShadowRecord {
     pub exit: Option<JobExit>,
     /// How many exit reports came.
     pub exits: usize,
+    /// Set by a test: the stored checkpoint the begin reply names.
+    pub last_checkpoint: Option<CheckpointInfo>,
+    /// Set by a test: files of the stored checkpoint (name in the scratch
+    /// directory, source file), sent after the inputs flagged `checkpoint`.
+    pub checkpoint_inputs: Vec<(String, PathBuf)>,
+    /// Set by a test: refuse every checkpoint file and commit with
+    /// `Conflict` and this message (a shadow that cannot store it).
+    pub refuse_checkpoints: Option<String>,
+    /// Every checkpoint file received, in order.
+    pub checkpoint_files: Vec<CheckpointFileMeta>,
+    /// Every checkpoint commit received, in order.
+    pub commits: Vec<CheckpointCommit>,
 }
 
 #[derive(Clone)]
@@ -69,14 +85,28 @@ async fn begin(
     } else {
         InputPlan::default()
     };
-    let inputs = plan.entries.clone();
+    let mut plan = plan;
     let mut rec = s.rec();
+    if b.transfer {
+        for (name, source) in rec.checkpoint_inputs.clone() {
+            let size = std::fs::metadata(&source).map(|m| m.len()).unwrap_or(0);
+            plan.entries.push(InputEntry {
+                path: name,
+                kind: EntryKind::File,
+                size,
+                mode: 0o644,
+                executable: false,
+                stdin: false,
+                checkpoint: true,
+            });
+            plan.sources.push(Some(source));
+        }
+    }
+    let inputs = plan.entries.clone();
+    let checkpoint = rec.last_checkpoint.clone();
     rec.begin = Some(b);
     rec.plan = plan;
-    Ok(Json(BeginReply {
-        inputs,
-        checkpoint: None,
-    }))
+    Ok(Json(BeginReply { inputs, checkpoint }))
 }
 
 async fn input_file(
@@ -109,6 +139,60 @@ async fn output_file(
     }
     receive_file(body, &dest).await?;
     s.rec().outputs.push((meta.name, meta.mode));
+    Ok(Json(Ack {}))
+}
+
+fn safe_name(name: &str) -> bool {
+    let p = std::path::Path::new(name);
+    !name.is_empty()
+        && p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+async fn checkpoint_file(
+    State(s): State<Served>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Ack>, ApiError> {
+    let meta: CheckpointFileMeta = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| serde_json::from_str(v).ok())
+        .ok_or_else(|| ApiError::bad_request("no transfer header"))?;
+    s.check_claim(&meta.claim_id)?;
+    if !safe_name(&meta.name) {
+        return Err(ApiError::bad_request(format!("bad name `{}`", meta.name)));
+    }
+    if let Some(why) = s.rec().refuse_checkpoints.clone() {
+        return Err(ApiError::conflict(format!("{}: {why}", meta.name)));
+    }
+    let dest = s
+        .out_dir
+        .join(".checkpoints")
+        .join(meta.number.to_string())
+        .join(&meta.name);
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ApiError::internal(format!("{}: {e}", parent.display())))?;
+    }
+    receive_file(body, &dest).await?;
+    s.rec().checkpoint_files.push(meta);
+    Ok(Json(Ack {}))
+}
+
+async fn checkpoint_commit(
+    State(s): State<Served>,
+    Json(c): Json<CheckpointCommit>,
+) -> Result<Json<Ack>, ApiError> {
+    s.check_claim(&c.claim_id)?;
+    let mut rec = s.rec();
+    if let Some(why) = rec.refuse_checkpoints.clone() {
+        return Err(ApiError::conflict(format!(
+            "checkpoint {}: {why}",
+            c.number
+        )));
+    }
+    rec.commits.push(c);
     Ok(Json(Ack {}))
 }
 
@@ -157,6 +241,8 @@ impl FakeShadow {
             .command(&routes::SHADOW_BEGIN, post(begin))
             .command(&routes::SHADOW_INPUT_FILE, post(input_file))
             .command(&routes::SHADOW_OUTPUT_FILE, post(output_file))
+            .command(&routes::SHADOW_CHECKPOINT_FILE, post(checkpoint_file))
+            .command(&routes::SHADOW_CHECKPOINT_COMMIT, post(checkpoint_commit))
             .command(&routes::SHADOW_UPDATE, post(update))
             .command(&routes::SHADOW_EXIT, post(exit))
             .with_state(served);

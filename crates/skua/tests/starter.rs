@@ -15,7 +15,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{alive, kill, scratch, wait_for, SKUAD};
-use skua_net::proto::{JobExit, RunOutcome, StarterSpec, UpdateKind};
+use skua_net::proto::{
+    CheckpointCommit, CheckpointInfo, CheckpointKind, JobExit, RunOutcome, StarterSpec, UpdateKind,
+};
 use skua_net::SigningKey;
 use skua_testkit::{FakeShadow, ShadowRecord};
 
@@ -97,6 +99,14 @@ impl World {
         let p = self.job_dir.join(name);
         std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Appends `lines` to the starter's configuration.
+    fn configure(&self, lines: &str) {
+        let path = self.dir.join("skua_config");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(lines);
+        std::fs::write(path, text).unwrap();
     }
 
     fn spec(&self, job_id: &str, max_vacate_secs: u64) -> String {
@@ -204,6 +214,21 @@ impl World {
             .collect();
         v.sort();
         v
+    }
+
+    fn commits(&self) -> Vec<CheckpointCommit> {
+        self.rec.lock().unwrap().commits.clone()
+    }
+
+    /// A file of checkpoint `number` as the shadow received it.
+    fn checkpointed(&self, number: u64, name: &str) -> Vec<u8> {
+        std::fs::read(
+            self.out_dir
+                .join(".checkpoints")
+                .join(number.to_string())
+                .join(name),
+        )
+        .unwrap()
     }
 
     fn returned(&self, name: &str) -> Vec<u8> {
@@ -352,7 +377,7 @@ kill -USR1 $$"#,
 }
 
 #[test]
-fn vacate_sends_the_kill_signal_returns_output_and_reports_evicted() {
+fn vacate_sends_the_kill_signal_keeps_the_files_as_a_checkpoint_and_reports_evicted() {
     let w = World::new(
         "vacate",
         r#"Cmd = "run.sh"; WhenToTransferOutput = "ON_EXIT_OR_EVICT"; KillSig = "SIGUSR2""#,
@@ -388,8 +413,15 @@ while :; do sleep 0.1; done"#,
     kill(child.id() as i32, "-TERM");
     assert_eq!(w.wait(&mut child), 0);
     assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
-    assert_eq!(w.outputs(), vec!["ckpt.txt", "started.txt"]);
-    assert_eq!(w.returned("ckpt.txt"), b"checkpoint\n");
+    // ON_EXIT_OR_EVICT: the changed files are kept as a checkpoint (kind
+    // evict) for the job's next start, not returned as outputs
+    assert!(w.outputs().is_empty(), "{:?}", w.outputs());
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].number, 1);
+    assert_eq!(commits[0].kind, CheckpointKind::Evict);
+    assert_eq!(commits[0].files, vec!["ckpt.txt", "started.txt"]);
+    assert_eq!(w.checkpointed(1, "ckpt.txt"), b"checkpoint\n");
     assert!(w.execute_is_empty());
 }
 
@@ -679,4 +711,206 @@ fn a_starter_whose_shadow_stays_away_for_the_lease_kills_the_job_and_exits_4() {
     assert!(!alive(job), "the job was killed");
     assert!(w.execute_is_empty(), "the scratch directory is removed");
     assert!(starter_log(&w).contains("No reconnect from shadow for"));
+}
+
+/// A self-checkpointing job: it counts its runs in `count` and exits 85
+/// (its checkpoint code) until the third.
+const COUNTER: &str = r#"n=$(cat count 2>/dev/null || echo 0)
+n=$((n+1))
+echo $n > count
+echo "run $n in $(pwd) with $*"
+[ "$n" -lt 3 ] && exit 85
+exit 0"#;
+
+#[test]
+fn a_checkpoint_exit_sends_the_checkpoint_and_restarts_the_job_in_the_same_directory() {
+    let w = World::new(
+        "selfckpt",
+        r#"Cmd = "run.sh"; Out = "job.out"; Arguments = "a 'b c'";
+           SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           ShouldTransferFiles = "YES""#,
+    );
+    w.script("run.sh", COUNTER);
+    // the job starts from a stored checkpoint (number 4) with a file it
+    // never touches
+    let state = w.dir.join("stored-state");
+    std::fs::write(&state, "kept").unwrap();
+    {
+        let mut rec = w.rec.lock().unwrap();
+        rec.last_checkpoint = Some(CheckpointInfo {
+            number: 4,
+            backend: None,
+        });
+        rec.checkpoint_inputs = vec![("state.txt".into(), state)];
+    }
+    let mut child = w.start(5);
+    let scratch = w.scratch_of(child.id());
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    let commits = w.commits();
+    assert_eq!(
+        commits.iter().map(|c| c.number).collect::<Vec<_>>(),
+        vec![5, 6],
+        "numbered after the stored checkpoint"
+    );
+    for c in &commits {
+        assert_eq!(c.kind, CheckpointKind::Exit);
+        assert_eq!(c.backend, None);
+        // the changed file, and the restored one still there; never the
+        // executable, the ads or the streams
+        assert_eq!(c.files, vec!["count", "state.txt"]);
+        assert_eq!(c.bytes, 2 + 4);
+    }
+    assert!(commits[1].usage.wall_secs >= commits[0].usage.wall_secs);
+    assert_eq!(w.checkpointed(5, "count"), b"1\n");
+    assert_eq!(w.checkpointed(6, "count"), b"2\n");
+    assert_eq!(w.checkpointed(6, "state.txt"), b"kept");
+    // restarted in the same directory with the same arguments; the
+    // standard output accumulates over the restarts
+    let out = String::from_utf8(w.returned("_condor_stdout")).unwrap();
+    let d = scratch.display();
+    assert_eq!(
+        out,
+        format!("run 1 in {d} with a b c\nrun 2 in {d} with a b c\nrun 3 in {d} with a b c\n")
+    );
+    // the restored checkpoint file the job did not change is no output
+    assert_eq!(w.outputs(), vec!["_condor_stdout", "count"]);
+    assert_eq!(w.returned("count"), b"3\n");
+    // the execution is reported once
+    let updates = w.rec.lock().unwrap().updates.clone();
+    let executing = updates
+        .iter()
+        .filter(|u| **u == UpdateKind::Executing)
+        .count();
+    assert_eq!(executing + usize::from(w.exit().executed), 1, "{updates:?}");
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn a_checkpoint_the_shadow_cannot_store_holds_the_job_with_code_36() {
+    let w = World::new(
+        "refused",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           TransferCheckpoint = "count""#,
+    );
+    w.script("run.sh", COUNTER);
+    w.rec.lock().unwrap().refuse_checkpoints = Some("disk full".into());
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Held { reason, code, .. } => {
+            assert_eq!(code, 36);
+            assert!(
+                reason.contains("count") && reason.contains("disk full"),
+                "{reason}"
+            );
+        }
+        other => panic!("held expected, got {other:?}"),
+    }
+    assert!(w.commits().is_empty());
+    assert!(w.outputs().is_empty(), "a held job sends no output");
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn a_missing_checkpoint_file_the_job_names_holds_it_with_code_12() {
+    let w = World::new(
+        "ckpt-missing",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           TransferCheckpoint = "count, state.bin""#,
+    );
+    w.script("run.sh", COUNTER);
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Held {
+            reason,
+            code,
+            subcode,
+        } => {
+            assert_eq!((code, subcode), (12, 2));
+            assert!(reason.contains("state.bin"), "{reason}");
+        }
+        other => panic!("held expected, got {other:?}"),
+    }
+    let rec = w.rec.lock().unwrap();
+    assert!(rec.commits.is_empty() && rec.checkpoint_files.is_empty());
+    drop(rec);
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn the_checkpoint_signal_comes_every_checkpoint_signal_interval() {
+    let w = World::new(
+        "ckptsig-periodic",
+        r#"Cmd = "run.sh"; WantCheckpointSignal = true; CheckpointSig = "SIGUSR1""#,
+    );
+    w.configure("CHECKPOINT_SIGNAL_INTERVAL = 1\n");
+    // the job ends after its second checkpoint signal
+    w.script(
+        "run.sh",
+        r#"n=0
+trap 'n=$((n+1))' USR1
+while [ "$n" -lt 2 ]; do sleep 0.05; done
+exit 0"#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    assert!(w.commits().is_empty(), "a signal alone stores nothing");
+}
+
+#[test]
+fn a_vacate_sends_the_checkpoint_signal_and_stores_the_checkpoint_the_job_exits_with() {
+    let w = World::new(
+        "ckptsig",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           WantCheckpointSignal = true; CheckpointSig = "SIGUSR1"; KillSig = "SIGINT";
+           TransferCheckpoint = "state.txt"; ShouldTransferFiles = "YES""#,
+    );
+    w.configure("CHECKPOINT_SIGNAL_INTERVAL = 0\n");
+    w.script(
+        "run.sh",
+        r#"trap 'echo saved > state.txt; exit 85' USR1
+trap 'exit 3' INT
+echo ready > ready
+while :; do sleep 0.05; done"#,
+    );
+    let mut child = w.start(10);
+    w.wait_executing();
+    let scratch = w.scratch_of(child.id());
+    wait_for("the job to get ready", Duration::from_secs(10), || {
+        scratch.join("ready").exists()
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].kind, CheckpointKind::Evict);
+    assert_eq!(commits[0].files, vec!["state.txt"]);
+    assert_eq!(w.checkpointed(1, "state.txt"), b"saved\n");
+    assert!(w.outputs().is_empty());
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn no_periodic_checkpoint_signal_when_the_interval_is_zero() {
+    let w = World::new(
+        "ckptsig-off",
+        r#"Cmd = "run.sh"; WantCheckpointSignal = true; CheckpointSig = 10"#,
+    );
+    w.configure("CHECKPOINT_SIGNAL_INTERVAL = 0\n");
+    let open_dir = w.dir.join("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mark = open_dir.join("signalled");
+    w.script(
+        "run.sh",
+        &format!("trap 'touch {}' USR1\nsleep 2.5\nexit 0", mark.display()),
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    assert!(!mark.exists(), "the job got a checkpoint signal");
 }
