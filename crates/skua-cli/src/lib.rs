@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod ad_output;
 mod classad_cmd;
 mod config_cmd;
+mod evicted_cmd;
 mod join_cmd;
 mod pool_cmd;
 mod q_fmt;
@@ -76,6 +77,9 @@ enum SkuaCommand {
     Drain(startd_cmd::DrainArgs),
     /// Show or change user priorities, like condor_userprio.
     Userprio(userprio::UserprioArgs),
+    /// A job's stored checkpoint (dir, list, get), like condor_evicted_files.
+    #[command(name = "evicted_files", subcommand)]
+    EvictedFiles(evicted_cmd::EvictedCommand),
 }
 
 /// Commands whose long options may be written with one dash, as
@@ -140,6 +144,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Vacate(a) => startd_cmd::vacate(a),
         SkuaCommand::Drain(a) => startd_cmd::drain(a),
         SkuaCommand::Userprio(a) => userprio::run(a),
+        SkuaCommand::EvictedFiles(c) => evicted_cmd::run(c),
     }
 }
 

@@ -36,8 +36,9 @@ pub use negotiator::{
 };
 pub use routes::{RawBytes, RequestBody, Route, RouteSpec};
 pub use schedd::{
-    BatchRow, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
-    JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
+    BatchRow, EvictedFile, EvictedFileRequest, EvictedFilesQuery, EvictedFilesReply, JobAction,
+    JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply, JobSelector, NewCluster,
+    NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
 pub use shadow::{
     BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, CheckpointKind, EntryKind,

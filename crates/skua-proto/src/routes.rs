@@ -8,13 +8,13 @@ use std::ops::Deref;
 use crate::{
     Ack, ActivateRequest, AdUpdate, AuthLevel, BeginReply, CheckpointCommit, ClaimAlive,
     ClaimReply, ClaimRequest, ClaimStatus, CommandReply, CredentialList, CredentialQuery,
-    DaemonCommand, DeactivateRequest, DrainRequest, InputFileRequest, Invalidate, JobAction,
-    JobActionReply, JobExit, JobQuery, JobQueryReply, JobUpdate, JoinReply, JoinRequest,
-    MatchNotice, Matches, NewCluster, NewClusterReply, Query, QueryReply, ReconnectRequest,
-    ReleaseRequest, Reschedule, ResourceRequests, ResourceRequestsReply, RevocationList,
-    RevocationQuery, RevokeReply, RevokeRequest, SetAttribute, ShadowBegin, SlotStates,
-    StarterGone, Submit, SubmitReply, UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest,
-    WhoAmI,
+    DaemonCommand, DeactivateRequest, DrainRequest, EvictedFileRequest, EvictedFilesQuery,
+    EvictedFilesReply, InputFileRequest, Invalidate, JobAction, JobActionReply, JobExit, JobQuery,
+    JobQueryReply, JobUpdate, JoinReply, JoinRequest, MatchNotice, Matches, NewCluster,
+    NewClusterReply, Query, QueryReply, ReconnectRequest, ReleaseRequest, Reschedule,
+    ResourceRequests, ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply,
+    RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
+    UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
 };
 
 /// Largest request body of a command or a query (a job action, a
@@ -404,6 +404,24 @@ pub const STARTD_DRAIN: Route<DrainRequest, SlotStates> = Route::new(
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
+/// `POST /schedd/evicted_files` with [`crate::EvictedFilesQuery`] →
+/// [`crate::EvictedFilesReply`] (the job's owner or an administrator).
+pub const SCHEDD_EVICTED_FILES: Route<EvictedFilesQuery, EvictedFilesReply> = Route::new(
+    "POST",
+    "/schedd/evicted_files",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/evicted_file` with [`crate::EvictedFileRequest`] → the
+/// file's bytes (`application/octet-stream`).
+pub const SCHEDD_EVICTED_FILE: Route<EvictedFileRequest, RawBytes> = Route::new(
+    "POST",
+    "/schedd/evicted_file",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
 /// `POST /shadow/begin` with [`crate::ShadowBegin`] → [`crate::BeginReply`].
 pub const SHADOW_BEGIN: Route<ShadowBegin, BeginReply> = Route::new(
     "POST",
@@ -513,6 +531,8 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_STARTER_GONE.spec(),
     SHADOW_CHECKPOINT_FILE.spec(),
     SHADOW_CHECKPOINT_COMMIT.spec(),
+    SCHEDD_EVICTED_FILES.spec(),
+    SCHEDD_EVICTED_FILE.spec(),
 ];
 
 #[cfg(test)]

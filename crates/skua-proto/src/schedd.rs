@@ -207,6 +207,56 @@ pub struct SetAttribute {
     pub value: String,
 }
 
+/// `POST /schedd/evicted_files` (WRITE): what is stored of a job's last
+/// checkpoint (HTCondor's `condor_evicted_files`). Only the job's owner
+/// or a queue administrator may ask.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedFilesQuery {
+    /// `"C.P"`.
+    pub job_id: String,
+}
+
+/// One file or directory of a stored checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedFile {
+    /// Its path inside the checkpoint: relative, `/`-separated.
+    pub path: String,
+    /// File or directory (directories come before their contents).
+    pub kind: crate::EntryKind,
+    /// Size in bytes (files).
+    #[serde(default)]
+    pub size: u64,
+    /// Unix permission bits.
+    #[serde(default)]
+    pub mode: u32,
+}
+
+/// The reply to [`EvictedFilesQuery`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedFilesReply {
+    /// The stored checkpoint's number (`None`: the job has none).
+    #[serde(default)]
+    pub number: Option<u64>,
+    /// The directory holding it on the submit host.
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// Its entries.
+    #[serde(default)]
+    pub files: Vec<EvictedFile>,
+}
+
+/// `POST /schedd/evicted_file` (WRITE): the bytes of one file of a job's
+/// stored checkpoint (`application/octet-stream`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedFileRequest {
+    /// `"C.P"`.
+    pub job_id: String,
+    /// The checkpoint's number, as [`EvictedFilesReply::number`] gave it.
+    pub number: u64,
+    /// The file's path, as [`EvictedFile::path`] gave it.
+    pub path: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

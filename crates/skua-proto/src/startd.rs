@@ -96,8 +96,8 @@ pub struct ActivateRequest {
 
 /// `POST /startd/deactivate` (DAEMON): stop the job running under the claim
 /// and keep the claim. `graceful`: send the job its kill signal and give it
-/// `MachineMaxVacateTime` seconds (output is transferred back when the job
-/// asked `ON_EXIT_OR_EVICT`); otherwise kill it at once.
+/// `MachineMaxVacateTime` seconds (its files are kept as a checkpoint when
+/// the job asked `ON_EXIT_OR_EVICT`); otherwise kill it at once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeactivateRequest {
     /// The claim.

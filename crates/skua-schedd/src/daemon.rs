@@ -557,6 +557,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .command(
+            &routes::SCHEDD_EVICTED_FILES,
+            post(crate::evicted::evicted_files),
+        )
+        .command(
+            &routes::SCHEDD_EVICTED_FILE,
+            post(crate::evicted::evicted_file),
+        )
+        .command(
             &routes::SHADOW_CHECKPOINT_FILE,
             post(shadow::checkpoint_file),
         )

@@ -19,10 +19,14 @@
 //! - `lease.rs`: keep-alive intervals and claim leases; releasing the
 //!   claims of runs a restart interrupted before their jobs run again.
 //! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
+//! - [`checkpoint`]: the checkpoint store (staging, atomic commit,
+//!   pruning, removal).
+//! - `evicted.rs`: the routes of `skua evicted_files`.
 
 pub mod checkpoint;
 mod claim;
 pub mod daemon;
+mod evicted;
 mod lease;
 mod negotiator;
 mod runs;

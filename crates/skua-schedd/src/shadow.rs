@@ -114,14 +114,17 @@ pub(crate) async fn begin(
 }
 
 /// The recorded checkpoint number of the job `ad`, if any.
-fn checkpoint_number(ad: &ClassAd) -> Option<u64> {
+pub(crate) fn checkpoint_number(ad: &ClassAd) -> Option<u64> {
     skua_queue::int_attr(ad, skua_queue::attr::CHECKPOINT_NUMBER)
         .and_then(|n| u64::try_from(n).ok())
 }
 
 /// Where the job `ad`'s checkpoints are stored and with whose rights
 /// (the schedd's in its spool, the owner's at a `checkpoint_destination`).
-fn checkpoint_store(st: &Shared, ad: &ClassAd) -> Result<(checkpoint::Location, Rights), String> {
+pub(crate) fn checkpoint_store(
+    st: &Shared,
+    ad: &ClassAd,
+) -> Result<(checkpoint::Location, Rights), String> {
     let spool = st
         .shadows
         .checkpoint_root
@@ -150,6 +153,11 @@ async fn add_checkpoint(
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         (run.job, run.job_ad.clone())
     };
+    // the queue's record (the run's copy of the ad may predate a
+    // checkpoint of this claim's earlier run)
+    let job_ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
+        .await?
+        .unwrap_or(job_ad);
     let number = checkpoint_number(&job_ad);
     let Some(spool) = st.shadows.checkpoint_root.as_deref() else {
         return Ok(number.map(|number| CheckpointInfo {
@@ -799,4 +807,285 @@ pub(crate) async fn exit(
         let _ = tx.send(RunResult::Reported { reusable });
     }
     result.map(|_| Json(Ack {}))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use skua_proto::{CheckpointKind, EntryKind, ErrorCode, JobUsage};
+    use skua_queue::JobId;
+
+    use super::*;
+    use crate::runs::{Dialer, Run, Shadows};
+    use crate::schedd::{Schedd, ScheddSettings};
+    use crate::shared::QueueOwner;
+
+    const CLAIM: &str = "claim-1";
+
+    /// A schedd with one running job under `CLAIM`, its checkpoints
+    /// stored under `dir/checkpoints`.
+    fn running_schedd(dir: &Path) -> (Shared, JobId) {
+        let root = dir.join("checkpoints");
+        let settings = ScheddSettings {
+            submit_host: "<127.0.0.1:9618>".into(),
+            checkpoint_root: Some(root.clone()),
+            ..ScheddSettings::default()
+        };
+        let mut schedd = Schedd::open(&dir.join("job_queue.db"), settings).expect("schedd");
+        let c = schedd.new_cluster(1).expect("cluster");
+        let ad = classad::parse_ad(
+            "[ Cmd = \"/bin/true\"; TransferExecutable = false; JobStatus = 1; ProcId = 0; \
+               JobUniverse = 5; Iwd = \"/tmp\" ]",
+        )
+        .expect("ad");
+        schedd.submit("nobody", c, vec![ad], 1).expect("submitted");
+        let job = JobId::new(c, 0);
+        schedd
+            .start_run(job, "slot1@h", CLAIM, "<127.0.0.1:1>", 2)
+            .expect("started");
+        let job_ad = schedd.job_ad(job).expect("job ad");
+        let alive = crate::lease::AliveConfig {
+            interval: std::time::Duration::from_secs(300),
+            max_missed: 6,
+        };
+        let mut shadows = Shadows::new(Dialer::default(), alive, skua_daemon::Clock::system());
+        shadows.checkpoint_root = Some(root);
+        let shadows = Arc::new(shadows);
+        shadows.runs().insert(
+            CLAIM.to_string(),
+            Run {
+                job,
+                job_ad,
+                slot: "slot1@h".into(),
+                startd_addr: "<127.0.0.1:1>".into(),
+                inputs: None,
+                failure: None,
+                executing: true,
+                done: None,
+                gate: None,
+                vacate: Arc::new(tokio::sync::Notify::new()),
+            },
+        );
+        let st = Shared {
+            queue: QueueOwner::start(schedd).expect("queue thread"),
+            changed: Arc::new(tokio::sync::Notify::new()),
+            shadows,
+            reschedule: Arc::new(tokio::sync::Notify::new()),
+            clock: skua_daemon::Clock::system(),
+        };
+        (st, job)
+    }
+
+    async fn send(
+        st: &Shared,
+        claim: &str,
+        job: JobId,
+        number: u64,
+        name: &str,
+        data: &'static str,
+    ) -> Result<Json<Ack>, ApiError> {
+        let meta = CheckpointFileMeta {
+            claim_id: claim.into(),
+            job_id: job.to_string(),
+            number,
+            name: name.into(),
+            mode: 0o640,
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            TRANSFER_HEADER,
+            serde_json::to_string(&meta)
+                .expect("json")
+                .parse()
+                .expect("header"),
+        );
+        checkpoint_file(State(st.clone()), headers, Body::from(data)).await
+    }
+
+    async fn commit(
+        st: &Shared,
+        job: JobId,
+        number: u64,
+        files: &[&str],
+    ) -> Result<Json<Ack>, ApiError> {
+        let c = CheckpointCommit {
+            claim_id: CLAIM.into(),
+            job_id: job.to_string(),
+            number,
+            files: files.iter().map(|f| f.to_string()).collect(),
+            bytes: 0,
+            kind: CheckpointKind::Exit,
+            backend: None,
+            usage: JobUsage::default(),
+        };
+        checkpoint_commit(State(st.clone()), Json(c)).await
+    }
+
+    async fn job_attr(st: &Shared, job: JobId, name: &'static str) -> Option<i64> {
+        with_schedd(st, move |s| {
+            Ok(s.job_ad(job).and_then(|ad| skua_queue::int_attr(&ad, name)))
+        })
+        .await
+        .expect("queue")
+    }
+
+    #[tokio::test]
+    async fn checkpoints_are_received_committed_once_and_given_back_at_the_next_begin() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (st, job) = running_schedd(tmp.path());
+        let root = tmp.path().join("checkpoints");
+
+        send(&st, CLAIM, job, 1, "state.txt", "one")
+            .await
+            .expect("file");
+        // only the run's own claim and job, and plain relative names
+        let e = send(&st, "other-claim", job, 1, "state.txt", "x")
+            .await
+            .expect_err("another claim");
+        assert_eq!(e.0.code, ErrorCode::NotFound);
+        let e = send(&st, CLAIM, job, 1, "../escape", "x")
+            .await
+            .expect_err("hostile name");
+        assert_eq!(e.0.code, ErrorCode::BadRequest);
+        assert!(!tmp.path().join("checkpoints/escape").exists());
+        // a commit naming a file never received is refused, naming it
+        let e = commit(&st, job, 1, &["state.txt", "lost.dat"])
+            .await
+            .expect_err("missing file");
+        assert_eq!(e.0.code, ErrorCode::Conflict);
+        assert!(e.0.message.contains("lost.dat"), "{}", e.0.message);
+        assert_eq!(job_attr(&st, job, "CheckpointNumber").await, None);
+
+        commit(&st, job, 1, &["state.txt"]).await.expect("commit 1");
+        assert_eq!(job_attr(&st, job, "CheckpointNumber").await, Some(1));
+        // repeated: acknowledged, nothing counted twice
+        commit(&st, job, 1, &["state.txt"]).await.expect("again");
+        assert_eq!(job_attr(&st, job, "NumCkpts").await, Some(1));
+
+        send(&st, CLAIM, job, 2, "state.txt", "two")
+            .await
+            .expect("file");
+        send(&st, CLAIM, job, 2, "sub/more.dat", "more")
+            .await
+            .expect("file");
+        commit(&st, job, 2, &["state.txt", "sub/more.dat"])
+            .await
+            .expect("commit 2");
+        assert_eq!(job_attr(&st, job, "NumCkpts").await, Some(2));
+        let dir = checkpoint::job_dir(&root, job);
+        assert!(!dir.join("1").exists(), "the older checkpoint is removed");
+        // skua evicted_files: the owner sees it and reads its files,
+        // another user does not
+        let caller = |user: &str, levels: Vec<skua_net::AuthLevel>| skua_net::Caller {
+            identity: skua_net::Identity {
+                user: user.into(),
+                domain: "pool".into(),
+                method: skua_proto::AuthMethod::Token,
+            },
+            levels,
+            peer_ip: None,
+            credential_id: None,
+        };
+        let q = skua_proto::EvictedFilesQuery {
+            job_id: job.to_string(),
+        };
+        let Json(listed) = crate::evicted::evicted_files(
+            State(st.clone()),
+            caller("nobody", vec![skua_net::AuthLevel::Write]),
+            Json(q.clone()),
+        )
+        .await
+        .expect("owner lists");
+        assert_eq!(listed.number, Some(2));
+        let names: Vec<&str> = listed.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(names, ["state.txt", "sub", "sub/more.dat"]);
+        let e = crate::evicted::evicted_files(
+            State(st.clone()),
+            caller("mallory", vec![skua_net::AuthLevel::Write]),
+            Json(q),
+        )
+        .await
+        .expect_err("another user");
+        assert_eq!(e.0.code, ErrorCode::PermissionDenied);
+        let get = |user: &str, path: &str| {
+            crate::evicted::evicted_file(
+                State(st.clone()),
+                caller(user, vec![skua_net::AuthLevel::Write]),
+                Json(skua_proto::EvictedFileRequest {
+                    job_id: job.to_string(),
+                    number: 2,
+                    path: path.into(),
+                }),
+            )
+        };
+        let resp = get("nobody", "sub/more.dat").await.expect("owner reads");
+        assert_eq!(axum_body_bytes(resp).await, b"more");
+        let e = get("nobody", "../../job_queue.db")
+            .await
+            .expect_err("escape");
+        assert_eq!(e.0.code, ErrorCode::BadRequest);
+        let e = get("mallory", "state.txt").await.expect_err("another user");
+        assert_eq!(e.0.code, ErrorCode::PermissionDenied);
+
+        // a third one cut halfway: staged, never committed
+        send(&st, CLAIM, job, 3, "state.txt", "thr")
+            .await
+            .expect("file");
+
+        // the next run begins: checkpoint 2 comes back with the inputs
+        let begin_req = ShadowBegin {
+            claim_id: CLAIM.into(),
+            job_id: job.to_string(),
+            transfer: true,
+            slot: "slot1@h".into(),
+        };
+        let Json(reply) = begin(State(st.clone()), Json(begin_req))
+            .await
+            .expect("begin");
+        assert_eq!(
+            reply.checkpoint,
+            Some(CheckpointInfo {
+                number: 2,
+                backend: None
+            })
+        );
+        let paths: Vec<(&str, EntryKind, bool)> = reply
+            .inputs
+            .iter()
+            .map(|e| (e.path.as_str(), e.kind, e.checkpoint))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("state.txt", EntryKind::File, true),
+                ("sub", EntryKind::Dir, true),
+                ("sub/more.dat", EntryKind::File, true),
+            ]
+        );
+        assert_eq!(reply.inputs[0].mode, 0o640);
+        assert!(!dir.join("incoming-3").exists(), "the cut staging is swept");
+        // its files are served by index, like any input
+        let resp = input_file(
+            State(st.clone()),
+            Json(InputFileRequest {
+                claim_id: CLAIM.into(),
+                index: 0,
+            }),
+        )
+        .await
+        .expect("input file");
+        let bytes = axum_body_bytes(resp).await;
+        assert_eq!(bytes, b"two");
+    }
+
+    async fn axum_body_bytes(resp: Response) -> Vec<u8> {
+        use http_body_util::BodyExt as _;
+        resp.into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec()
+    }
 }

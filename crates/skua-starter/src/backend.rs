@@ -10,7 +10,7 @@
 //! Its image travels through the checkpoint store like any checkpoint
 //! file, under [`skua_proto::CRIU_IMAGE_DIR`] in the scratch directory.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -421,6 +421,186 @@ pub fn restore_failure(images: &Path) -> String {
     log_tail(images, "restore")
 }
 
+/// The file, in an image directory, that seals it: an HMAC-SHA256, with
+/// the pool signing key, of every other file's name, size and content.
+/// A restore runs as root and gives the process the credentials its image
+/// names, so an image is restored only if the seal proves that a starter
+/// of this pool made it and nobody changed it since (the image passes
+/// through the job owner's hands: their sandbox, a `file://` checkpoint
+/// destination).
+pub const SEAL_FILE: &str = "skua-seal";
+
+/// The seal of the files of `dir` (a flat directory of regular files),
+/// [`SEAL_FILE`] apart.
+fn seal_of(key: &[u8], dir: &Path) -> Result<ring::hmac::Tag, BackendError> {
+    let bad = |detail: String| BackendError::Image {
+        path: dir.display().to_string(),
+        detail,
+    };
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| bad(e.to_string()))? {
+        let entry = entry.map_err(|e| bad(e.to_string()))?;
+        let name = entry
+            .file_name()
+            .into_string()
+            .map_err(|n| bad(format!("a file name that is not UTF-8: {n:?}")))?;
+        if name != SEAL_FILE {
+            names.push(name);
+        }
+    }
+    names.sort();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    let mut ctx = ring::hmac::Context::with_key(&key);
+    let mut buf = vec![0u8; 1 << 16];
+    for name in &names {
+        let mut f = open_regular(&dir.join(name)).map_err(|e| bad(format!("{name}: {e}")))?;
+        let len = f.metadata().map_err(|e| bad(format!("{name}: {e}")))?.len();
+        ctx.update(name.as_bytes());
+        ctx.update(&[0]);
+        ctx.update(&len.to_le_bytes());
+        let mut seen = 0u64;
+        loop {
+            let n = f.read(&mut buf).map_err(|e| bad(format!("{name}: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            seen += n as u64;
+            ctx.update(&buf[..n]);
+        }
+        if seen != len {
+            return Err(bad(format!("{name} changed while it was read")));
+        }
+    }
+    Ok(ctx.sign())
+}
+
+/// Opens `path` for reading if it is a regular file (never through a
+/// symbolic link).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(f)
+}
+
+/// Seals the image directory `dir` with `key` ([`SEAL_FILE`]).
+pub fn seal(key: &[u8], dir: &Path) -> Result<(), BackendError> {
+    let tag = seal_of(key, dir)?;
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(dir.join(SEAL_FILE), hex).map_err(|e| BackendError::Image {
+        path: dir.display().to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// Whether `dir`'s seal is good for `key`.
+pub fn verify_seal(key: &[u8], dir: &Path) -> Result<(), BackendError> {
+    let bad = |detail: String| BackendError::Image {
+        path: dir.display().to_string(),
+        detail,
+    };
+    let mut text = String::new();
+    open_regular(&dir.join(SEAL_FILE))
+        .and_then(|f| f.take(256).read_to_string(&mut text))
+        .map_err(|e| bad(format!("{SEAL_FILE}: {e}")))?;
+    let text = text.trim();
+    let stored: Option<Vec<u8>> = text
+        .len()
+        .is_multiple_of(2)
+        .then(|| {
+            (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+                .collect()
+        })
+        .flatten();
+    let stored = stored.ok_or_else(|| bad(format!("{SEAL_FILE} is not a seal")))?;
+    let tag = seal_of(key, dir)?;
+    // compared in constant time
+    let tag = tag.as_ref();
+    let diff = tag
+        .iter()
+        .zip(&stored)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    if diff != 0 || tag.len() != stored.len() {
+        return Err(bad(
+            "its seal does not match: not made by this pool, or changed since".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Copies the image directory `from` (in the job's sandbox, the owner's
+/// to change) into `to`, a new directory only root may touch, so that
+/// what is verified is what is restored. Only regular files, never
+/// through a link, no subdirectories.
+pub fn copy_in(from: &Path, to: &Path) -> Result<(), BackendError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let bad = |detail: String| BackendError::Image {
+        path: from.display().to_string(),
+        detail,
+    };
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(to)
+        .map_err(|e| bad(format!("{}: {e}", to.display())))?;
+    let dir = std::fs::read_dir(from).map_err(|e| bad(e.to_string()))?;
+    for entry in dir {
+        let entry = entry.map_err(|e| bad(e.to_string()))?;
+        let name = entry.file_name();
+        let mut src = open_regular(&entry.path())
+            .map_err(|e| bad(format!("{}: {e}", name.to_string_lossy())))?;
+        let mut dst = std::fs::File::create_new(to.join(&name))
+            .map_err(|e| bad(format!("{}: {e}", name.to_string_lossy())))?;
+        std::io::copy(&mut src, &mut dst)
+            .map_err(|e| bad(format!("{}: {e}", name.to_string_lossy())))?;
+    }
+    Ok(())
+}
+
+/// Makes the scratch directory the job was dumped in (`old`) lead to this
+/// run's (`new`), so that its working directory and open files are found
+/// where the image says: a symbolic link, made only if `old` is a
+/// `dir_<digits>` scratch directory of this machine's `execute` directory
+/// and nothing is there. Returns the link to remove when the run ends
+/// (`None`: the same directory).
+pub fn link_old_scratch(
+    old: &Path,
+    new: &Path,
+    execute: &Path,
+) -> Result<Option<PathBuf>, BackendError> {
+    if old == new {
+        return Ok(None);
+    }
+    let bad = |detail: String| BackendError::Image {
+        path: old.display().to_string(),
+        detail,
+    };
+    let name = old.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let scratch_like = name
+        .strip_prefix("dir_")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    if old.parent() != Some(execute) || !scratch_like {
+        return Err(bad(format!(
+            "the job was checkpointed in a scratch directory that is not one of {}: it \
+             can be restored only where EXECUTE is the same",
+            execute.display()
+        )));
+    }
+    std::os::unix::fs::symlink(new, old).map_err(|e| {
+        bad(format!(
+            "cannot make the job's earlier scratch directory lead to {}: {e}",
+            new.display()
+        ))
+    })?;
+    Ok(Some(old.to_path_buf()))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -548,6 +728,73 @@ mod tests {
             std::fs::write(images.join(PID_FILE), bad).unwrap();
             assert!(image_info(images).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_sealed_image_is_verified_and_any_change_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let images = dir.path().join("img");
+        std::fs::create_dir(&images).unwrap();
+        std::fs::write(images.join("pages-1.img"), vec![7u8; 100_000]).unwrap();
+        std::fs::write(images.join(PID_FILE), "4242\n").unwrap();
+        let key = b"pool signing key";
+        seal(key, &images).unwrap();
+        verify_seal(key, &images).unwrap();
+        // another pool's key
+        assert!(verify_seal(b"another key", &images).is_err());
+        // copied out of the sandbox, still good
+        let copy = dir.path().join("copy");
+        copy_in(&images, &copy).unwrap();
+        verify_seal(key, &copy).unwrap();
+        // a changed byte, a renamed file, an added file, a missing seal
+        let mut pages = std::fs::read(images.join("pages-1.img")).unwrap();
+        pages[500] = 8;
+        std::fs::write(images.join("pages-1.img"), &pages).unwrap();
+        let e = verify_seal(key, &images).unwrap_err();
+        assert!(e.to_string().contains("seal does not match"), "{e}");
+        pages[500] = 7;
+        std::fs::write(images.join("pages-1.img"), &pages).unwrap();
+        verify_seal(key, &images).unwrap();
+        std::fs::write(images.join("extra.img"), "x").unwrap();
+        assert!(verify_seal(key, &images).is_err());
+        std::fs::remove_file(images.join("extra.img")).unwrap();
+        std::fs::remove_file(images.join(SEAL_FILE)).unwrap();
+        assert!(verify_seal(key, &images).is_err());
+    }
+
+    #[test]
+    fn copy_in_takes_regular_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let images = dir.path().join("img");
+        std::fs::create_dir(&images).unwrap();
+        std::fs::write(images.join("a.img"), "a").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", images.join("b.img")).unwrap();
+        let e = copy_in(&images, &dir.path().join("copy")).unwrap_err();
+        assert!(e.to_string().contains("b.img"), "{e}");
+        // never into a directory that exists
+        std::fs::remove_file(images.join("b.img")).unwrap();
+        std::fs::create_dir(dir.path().join("there")).unwrap();
+        assert!(copy_in(&images, &dir.path().join("there")).is_err());
+    }
+
+    #[test]
+    fn the_old_scratch_directory_leads_to_the_new_one_only_inside_execute() {
+        let dir = tempfile::tempdir().unwrap();
+        let execute = dir.path().join("execute");
+        let new = execute.join("dir_200");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(new.join("out"), "x").unwrap();
+        assert_eq!(link_old_scratch(&new, &new, &execute).unwrap(), None);
+        let old = execute.join("dir_100");
+        let link = link_old_scratch(&old, &new, &execute).unwrap();
+        assert_eq!(link.as_deref(), Some(old.as_path()));
+        assert_eq!(std::fs::read_to_string(old.join("out")).unwrap(), "x");
+        // taken already
+        assert!(link_old_scratch(&old, &new, &execute).is_err());
+        for elsewhere in ["/etc/dir_1", "/x/execute/dir_1"] {
+            assert!(link_old_scratch(Path::new(elsewhere), &new, &execute).is_err());
+        }
+        assert!(link_old_scratch(&execute.join("passwd"), &new, &execute).is_err());
     }
 
     #[tokio::test]

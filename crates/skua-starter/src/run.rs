@@ -24,6 +24,8 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::checkpoint::{CheckpointError, TransferError};
+
+mod transparent;
 use crate::plan::{self, RunAs, Stamp};
 use crate::usage::UsageMeter;
 use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
@@ -156,6 +158,11 @@ pub struct Settings {
     /// `SOFT_UID_DOMAIN`: an owner without an account here runs under the
     /// submit side's uid and gid.
     pub soft_uid_domain: bool,
+    /// `SKUA_CRIU`: the `criu` program (a transparent checkpoint backend).
+    pub criu: PathBuf,
+    /// The pool signing key, which seals transparent checkpoint images
+    /// (`None`: none readable here, no such checkpoint is made or restored).
+    pub checkpoint_key: Option<skua_net::SigningKey>,
     /// `CHECKPOINT_SIGNAL_INTERVAL` (seconds, default 3600; 0: never):
     /// how often a job with `WantCheckpointSignal` gets its
     /// `CheckpointSig` while it runs.
@@ -182,6 +189,16 @@ impl Settings {
                 "SOFT_UID_DOMAIN",
                 false,
             )?,
+            criu: ctx
+                .knob("SKUA_CRIU")?
+                .filter(|c| !c.trim().is_empty())
+                .unwrap_or_else(|| crate::backend::CRIU.to_string())
+                .into(),
+            checkpoint_key: skua_daemon::security::load_signing_key(&ctx.config, false)
+                .unwrap_or_else(|e| {
+                    tracing::debug!(error = %e, "no pool signing key for checkpoint images");
+                    None
+                }),
             checkpoint_signal_interval: knob_u64(&ctx.config, "CHECKPOINT_SIGNAL_INTERVAL", 3600)?,
         })
     }
@@ -330,8 +347,10 @@ async fn run_job(
         baseline: BTreeMap::new(),
         executable: None,
         restored: Vec::new(),
+        transparent: Default::default(),
     };
     let outcome = starter.go().await;
+    starter.transparent_cleanup();
     let usage = starter.meter.final_usage();
     let outcome = match outcome {
         Ok(o) => o,
@@ -543,6 +562,8 @@ struct Starter<'a> {
     executable: Option<String>,
     /// The files of the stored checkpoint the job started from.
     restored: Vec<String>,
+    /// The job's transparent checkpoint backend ([`transparent`]).
+    transparent: transparent::Transparent,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -778,12 +799,17 @@ impl Starter<'_> {
             .filter(|e| e.checkpoint && e.kind == EntryKind::File)
             .map(|e| e.path.clone())
             .collect();
+        let stored_backend = reply.checkpoint.as_ref().and_then(|c| c.backend.as_deref());
+        self.transparent_setup(stored_backend)?;
         let executable = self.executable.clone();
         let mut restarts = 0u32;
         let ending = loop {
             // a restart after a checkpoint appends to the job's streams
-            let mut running =
-                self.spawn(shared_fs, &inputs, executable.as_deref(), restarts > 0)?;
+            // a checkpoint of a transparent backend is restored instead
+            let mut running = match self.transparent_restore()? {
+                Some(r) => r,
+                None => self.spawn(shared_fs, &inputs, executable.as_deref(), restarts > 0)?,
+            };
             // The startd kills what a crashed starter leaves: by its cgroup
             // when the job has one, else by the process group named here.
             if running.cgroup.is_none() {
@@ -810,6 +836,7 @@ impl Starter<'_> {
             let _ = killpg(running.pgid, Signal::SIGKILL);
             crate::cgroup::close(running.cgroup.take(), &mut self.meter).await;
             self.meter.finish();
+            self.transparent_check_restore(&ending)?;
             let Ending::Exited(status) = ending else {
                 break ending;
             };
@@ -847,7 +874,12 @@ impl Starter<'_> {
                 // its files are kept as a checkpoint for its next start
                 // (ON_EXIT_OR_EVICT, or it checkpointed on its signal)
                 let exit = status.map(|s| (s.code(), s.signal()));
-                if !shared_fs
+                if self.transparent_dumped() {
+                    // dumped by its backend: the image and its files
+                    if let Err(e) = self.send_transparent_checkpoint().await {
+                        return self.checkpoint_failed(e);
+                    }
+                } else if !shared_fs
                     && self
                         .policy
                         .checkpoint_on_vacate(plan::transfer_on_evict(&self.job), exit)
@@ -1392,6 +1424,10 @@ impl Starter<'_> {
     /// Soft vacate: the job's kill signal, `max_vacate_secs` of grace,
     /// then SIGKILL. A hard kill request during the grace escalates.
     async fn vacate(&mut self, running: &mut Running) -> Ending {
+        // a job with a transparent checkpoint backend is dumped instead
+        if let Some(ending) = self.transparent_dump(running).await {
+            return ending;
+        }
         // a job that wants a checkpoint signal gets it instead
         let kill_sig = plan::signal_attr(&self.job, "KillSig").unwrap_or(15);
         let sig = self.policy.vacate_signal(kill_sig);

@@ -47,6 +47,9 @@ pub struct ShadowRecord {
     /// Set by a test: refuse every checkpoint file and commit with
     /// `Conflict` and this message (a shadow that cannot store it).
     pub refuse_checkpoints: Option<String>,
+    /// Set by a test: a checkpoint file is not answered (for a minute):
+    /// a transfer that hangs.
+    pub stall_checkpoints: bool,
     /// Every checkpoint file received, in order.
     pub checkpoint_files: Vec<CheckpointFileMeta>,
     /// Every checkpoint commit received, in order.
@@ -165,6 +168,11 @@ async fn checkpoint_file(
     }
     if let Some(why) = s.rec().refuse_checkpoints.clone() {
         return Err(ApiError::conflict(format!("{}: {why}", meta.name)));
+    }
+    let stall = s.rec().stall_checkpoints;
+    if stall {
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        return Err(ApiError::conflict("stalled"));
     }
     let dest = s
         .out_dir

@@ -914,3 +914,87 @@ fn no_periodic_checkpoint_signal_when_the_interval_is_zero() {
     assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
     assert!(!mark.exists(), "the job got a checkpoint signal");
 }
+
+#[test]
+fn a_vacate_during_a_checkpoint_transfer_ends_the_run_without_storing_it() {
+    let w = World::new(
+        "ckpt-vacate",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           TransferCheckpoint = "count""#,
+    );
+    w.script("run.sh", COUNTER);
+    w.rec.lock().unwrap().stall_checkpoints = true;
+    let mut child = w.start(5);
+    wait_for("the checkpoint transfer", Duration::from_secs(20), || {
+        starter_log(&w).contains("sending a checkpoint")
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    match w.exit().outcome {
+        RunOutcome::Evicted { reason } => assert!(reason.contains("checkpoint"), "{reason}"),
+        other => panic!("evicted expected, got {other:?}"),
+    }
+    assert!(w.commits().is_empty(), "nothing committed");
+    assert!(w.outputs().is_empty());
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn a_checkpoint_waits_for_a_lost_shadow_within_the_lease_and_goes_to_its_new_address() {
+    let mut w = World::new(
+        "ckpt-reconnect",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           TransferCheckpoint = "count"; JobLeaseDuration = 60"#,
+    );
+    let go = w.dir.join("go");
+    w.script(
+        "run.sh",
+        &format!(
+            "while [ ! -e {go} ]; do sleep 0.05; done\n{COUNTER}",
+            go = go.display()
+        ),
+    );
+    let mut child = w.start(5);
+    w.wait_executing();
+    // the shadow goes away; the job exits to checkpoint meanwhile
+    w.shadow.as_mut().unwrap().stop();
+    std::fs::write(&go, "").unwrap();
+    wait_for("the starter to notice", Duration::from_secs(20), || {
+        starter_log(&w).contains("Lost connection to shadow")
+    });
+    let key = SigningKey::load_or_create(&w.dir.join("pool.key")).unwrap();
+    let job_ad = classad::parse_ad(&w.job_ad).unwrap();
+    let back =
+        w.rt.block_on(FakeShadow::start(
+            CLAIM,
+            job_ad,
+            w.out_dir.clone(),
+            key,
+            "test.domain",
+        ))
+        .unwrap();
+    let moved = format!(
+        "{{\"shadow\":{{\"claim_id\":\"{CLAIM}\",\"job_id\":\"1.0\",\"shadow_addr\":\"{}\"}}}}\n",
+        back.addr
+    );
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(moved.as_bytes())
+        .unwrap();
+    assert_eq!(w.wait(&mut child), 0);
+    let rec = back.record();
+    assert_eq!(
+        rec.exit.as_ref().unwrap().outcome,
+        RunOutcome::Exited { code: 0 }
+    );
+    // the first checkpoint went to the new shadow, then the second
+    assert_eq!(
+        rec.commits.iter().map(|c| c.number).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    drop(rec);
+    assert_eq!(w.checkpointed(1, "count"), b"1\n");
+    assert!(w.execute_is_empty());
+}
