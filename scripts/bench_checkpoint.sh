@@ -68,8 +68,8 @@ done
 # the schedd's pid: `skuad schedd` running with this pool's SKUA_CONFIG
 schedd_pid() {
     for p in /proc/[0-9]*; do
-        tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q 'skuad schedd' || continue
-        tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qx "SKUA_CONFIG=$SKUA_CONFIG" || continue
+        { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q 'skuad schedd' || continue
+        { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "SKUA_CONFIG=$SKUA_CONFIG" || continue
         basename "$p"
         return
     done
