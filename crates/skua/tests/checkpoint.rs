@@ -680,6 +680,138 @@ fn a_held_jobs_checkpoint_is_shown_and_copied_out_then_it_completes() {
     });
 }
 
+#[test]
+fn checkpoint_destination_keeps_the_checkpoints_in_the_named_directory() {
+    let pool = common::job_pool("ckpt-destination", "1", &[]);
+    let work = pool.home.join("work");
+    let log = counter_files(&work);
+    // a directory of the job's owner, outside the spool
+    let dest = pool.home.join("ckpts");
+    common::user_dir(&dest);
+    let target = 30;
+    let cluster = pool.submit_job(
+        &work,
+        &counter_job(
+            &work,
+            target,
+            5,
+            "0.2",
+            "",
+            &format!("checkpoint_destination = file://{}", dest.display()),
+        ),
+    );
+    wait_for("a checkpoint stored", Duration::from_secs(60), || {
+        q_int(&pool, "CheckpointNumber").is_some_and(|n| n >= 1)
+    });
+    let n = q_int(&pool, "CheckpointNumber").unwrap();
+    let here = dest.join(format!("{cluster}.0"));
+    // stored there (a newer one may replace it any moment: either is whole)
+    let stored: Vec<String> = std::fs::read_dir(&here)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.parse::<i64>().is_ok())
+        .collect();
+    assert!(
+        stored.iter().any(|s| s.parse::<i64>().unwrap() >= n),
+        "checkpoint {n} not in {}: {stored:?}",
+        here.display()
+    );
+    // written with the owner's rights, not root's
+    if let Some(u) = common::submitter() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = here.join(&stored[0]);
+        if let Ok(m) = std::fs::metadata(dir.join("counter.state")) {
+            assert_eq!(m.uid(), u.uid, "the checkpoint is the owner's");
+        }
+    }
+    assert!(
+        !store(&pool, &cluster).exists(),
+        "nothing in the spool's store"
+    );
+    wait_for("the job to complete", Duration::from_secs(90), || {
+        queue_empty(&pool)
+    });
+    check_output(&work, target);
+    check_counter(&log, target, &[]);
+    wait_for(
+        "the job's checkpoints removed",
+        Duration::from_secs(10),
+        || !here.exists(),
+    );
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_stored_or_lacks_a_file_holds_the_job() {
+    let pool = common::job_pool("ckpt-holds", "2", &[]);
+    // a destination the job's owner may not write
+    let locked = pool.home.join("locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let work = pool.home.join("work-locked");
+    counter_files(&work);
+    let refused = pool.submit_job(
+        &work,
+        &counter_job(
+            &work,
+            30,
+            5,
+            "0.1",
+            "",
+            &format!("checkpoint_destination = file://{}", locked.display()),
+        ),
+    );
+    // a checkpoint naming a file the job never writes
+    let work2 = pool.home.join("work-missing");
+    counter_files(&work2);
+    let missing = pool.submit_job(
+        &work2,
+        &counter_job(&work2, 30, 5, "0.1", "", "").replace(
+            "transfer_checkpoint_files = counter.state\n",
+            "transfer_checkpoint_files = counter.state, never-written.dat\n",
+        ),
+    );
+    let held = |cluster: &str| -> Vec<String> {
+        pool.ok(&[
+            "q",
+            cluster,
+            "-af",
+            "JobStatus",
+            "HoldReasonCode",
+            "HoldReasonSubCode",
+            "HoldReason",
+        ])
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+    };
+    wait_for("both jobs held", Duration::from_secs(60), || {
+        held(&refused).first().map(String::as_str) == Some("5")
+            && held(&missing).first().map(String::as_str) == Some("5")
+    });
+    let h = held(&refused);
+    assert_eq!(h[1], "36", "FailedToCheckpoint: {h:?}");
+    let reason = h[3..].join(" ");
+    assert!(
+        reason.contains("counter.state") || reason.contains(&locked.display().to_string()),
+        "the reason names the file or the directory: {reason}"
+    );
+    let h = held(&missing);
+    assert_eq!(h[1..3], ["12", "2"], "TransferOutputError, ENOENT: {h:?}");
+    assert!(h[3..].join(" ").contains("never-written.dat"), "{h:?}");
+    // nothing was stored for either
+    assert!(!store(&pool, &missing).join("1").exists());
+    let with_checkpoint = pool.ok(&[
+        "q",
+        "-allusers",
+        "-constraint",
+        "CheckpointNumber =!= undefined",
+        "-af",
+        "ClusterId",
+    ]);
+    assert_eq!(with_checkpoint.trim(), "", "no job has a stored checkpoint");
+}
+
 fn pool_has_no_starter(pool: &Pool) -> bool {
     pids_of(pool, "starter").is_empty()
 }
