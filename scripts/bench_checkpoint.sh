@@ -17,7 +17,8 @@
 #
 # Usage: scripts/bench_checkpoint.sh [BIN_DIR]
 #        (default: target/release when built, else target/debug)
-# Environment: SIZES (MiB, default "100 1024"), RUNS (default 3).
+# Environment: SIZES (MiB, default "100 1024"), RUNS (default 3), KEEP=1 keeps
+# the pool's directory (logs, the jobs' time stamps) for a look afterwards.
 # Quick check with debug binaries: SIZES="8 32" scripts/bench_checkpoint.sh target/debug
 set -eu
 cd "$(dirname "$0")/.."
@@ -41,7 +42,12 @@ chmod 755 "$DIR"
 export SKUA_CONFIG="$DIR/pool/skua_config"
 cleanup() {
     "$SKUA" pool stop --dir "$DIR/pool" >/dev/null 2>&1 || true
-    rm -rf "$DIR"
+    if [ -n "${KEEP:-}" ]; then
+        rm -rf "$DIR"/work-*/payload.* "$DIR/pool/execute/bench-cp-src"
+        echo "kept $DIR" >&2
+    else
+        rm -rf "$DIR"
+    fi
 }
 trap cleanup EXIT INT TERM
 
