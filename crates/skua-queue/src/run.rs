@@ -450,8 +450,9 @@ impl Queue {
 
     /// A checkpoint of job `id` numbered `number` was stored at `now`
     /// (by the transparent `backend`, if any): `CheckpointNumber`,
-    /// `NumCkpts`, `LastCkptTime` and the backend recorded, with the file
-    /// transfer events (040) of its upload. A number not above the
+    /// `NumCkpts`, `LastCkptTime` and the backend recorded, with the event
+    /// 040 "Finished transferring output files" (the upload's start is
+    /// [`Queue::plan_checkpoint_upload`]). A number not above the
     /// recorded one (a repeated commit) changes nothing.
     pub fn plan_checkpoint(
         &self,
@@ -479,8 +480,19 @@ impl Queue {
             Some(b) => p.set_str(id, CHECKPOINT_BACKEND, b),
             None => p.delete(id, ad, CHECKPOINT_BACKEND),
         }
-        p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputStarted));
         p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputFinished));
+        Ok(p.finish())
+    }
+
+    /// The upload of a checkpoint of job `id` began (its first file
+    /// arrived): the event 040 "Started transferring output files" of a
+    /// running job; [`Queue::plan_checkpoint`] writes the "Finished" one.
+    pub fn plan_checkpoint_upload(&self, id: JobId) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if status_of(ad).is_active() {
+            p.event(id, UserLogEvent::FileTransfer(FileTransfer::OutputStarted));
+        }
         Ok(p.finish())
     }
 

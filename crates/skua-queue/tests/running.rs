@@ -6,7 +6,7 @@
 
 use classad::{parse_ad, ClassAd, EvalOptions, Evaluator, Expr};
 use skua_queue::{
-    ExitInfo, JobId, JobStatus, Queue, QueueError, RunEnd, Rusage, Txn, UserLogEvent,
+    ExitInfo, FileTransfer, JobId, JobStatus, Queue, QueueError, RunEnd, Rusage, Txn, UserLogEvent,
 };
 
 const NOW: i64 = 1_800_000_000;
@@ -448,9 +448,17 @@ fn checkpoints_are_counted_and_commit_the_work_they_keep() {
     // run 1: starts at +0, checkpoints at +40 and +70, evicted at +100
     let t = q.plan_start(id, "slot1@h", NOW).unwrap();
     commit(&mut q, &t);
+    let t = q.plan_checkpoint_upload(id).unwrap();
+    assert!(matches!(
+        t.events[..],
+        [(_, UserLogEvent::FileTransfer(FileTransfer::OutputStarted))]
+    ));
+    assert!(t.mutations.is_empty());
     let t = q.plan_checkpoint(id, 1, None, NOW + 40).unwrap();
-    let kinds: Vec<u32> = t.events.iter().map(|(_, e)| e.number()).collect();
-    assert_eq!(kinds, [40, 40], "a file transfer pair per checkpoint");
+    assert!(matches!(
+        t.events[..],
+        [(_, UserLogEvent::FileTransfer(FileTransfer::OutputFinished))]
+    ));
     commit(&mut q, &t);
     let t = q.plan_checkpoint(id, 2, Some("criu"), NOW + 70).unwrap();
     commit(&mut q, &t);
@@ -516,6 +524,10 @@ fn checkpoints_are_counted_and_commit_the_work_they_keep() {
     assert_eq!(committed, Some(120.0));
     // a job not running takes no checkpoint
     let c2 = submit(&mut q, "alice", vec![job("")]);
+    assert!(q
+        .plan_checkpoint_upload(JobId::new(c2, 0))
+        .unwrap()
+        .is_empty());
     assert!(matches!(
         q.plan_checkpoint(JobId::new(c2, 0), 1, None, NOW),
         Err(QueueError::Conflict(_))

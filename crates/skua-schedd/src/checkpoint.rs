@@ -20,7 +20,7 @@
 
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use classad::ClassAd;
@@ -187,7 +187,13 @@ pub fn create_staged(
 ) -> Result<(File, PathBuf), CheckpointError> {
     let rel = check_name(name)?;
     let staging = staging_dir(root, job, number);
-    fs::create_dir_all(&staging).map_err(io_at(&staging))?;
+    // the store is the schedd's (or the owner's) alone: files are given
+    // out through the schedd, never read in place by other users
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&staging)
+        .map_err(io_at(&staging))?;
     make_dirs(&staging, &rel)?;
     let path = staging.join(&rel);
     match fs::symlink_metadata(&path) {
@@ -426,6 +432,11 @@ mod tests {
         assert_eq!(read(root, 2, "sub/dir/more.dat"), "more");
         let listed = entries(root, JOB, 2).expect("entries");
         let paths: Vec<_> = listed.iter().map(|(e, _)| e.path.as_str()).collect();
+        let job_mode = fs::metadata(job_dir(root, JOB))
+            .expect("job dir")
+            .permissions()
+            .mode();
+        assert_eq!(job_mode & 0o777, 0o700, "the store is not for other users");
         assert_eq!(paths, ["state.txt", "sub", "sub/dir", "sub/dir/more.dat"]);
         assert!(listed.iter().all(|(e, _)| e.checkpoint));
         assert_eq!(listed[0].0.mode, 0o640);

@@ -560,6 +560,7 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
             slot: slot.to_string(),
             startd_addr: info.startd_addr.clone(),
             inputs: None,
+            checkpoint_upload: None,
             failure: None,
             executing: false,
             gate: None,

@@ -153,6 +153,7 @@ pub(crate) fn split_interrupted(
                 slot: slot.clone(),
                 startd_addr: startd.clone(),
                 inputs: None,
+                checkpoint_upload: None,
                 failure: None,
                 executing: true,
                 gate: Some(gate_rx),

@@ -45,6 +45,9 @@ pub(crate) struct Run {
     /// the starter gives up.
     pub failure: Option<ShadowFailure>,
     pub executing: bool,
+    /// The checkpoint whose upload this run began (its "Started
+    /// transferring" event is logged once).
+    pub checkpoint_upload: Option<u64>,
     pub done: Option<oneshot::Sender<RunResult>>,
     /// A run a restarted schedd is reconnecting to: true once the
     /// reconnection is recorded (or given up), so that the job's exit,

@@ -383,6 +383,12 @@ impl Schedd {
         }
     }
 
+    /// The upload of a checkpoint of job `id` began: logged.
+    pub fn checkpoint_upload(&mut self, id: JobId, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_checkpoint_upload(id)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
     /// Checkpoint `number` of job `id` (made by the transparent
     /// `backend`, if any) was stored: recorded in its ad.
     pub fn checkpoint_stored(

@@ -72,15 +72,16 @@ pub(crate) async fn begin(
         run.job_ad.clone()
     };
     if !req.transfer {
-        // a shared file system: no files travel, but the numbering of
-        // the job's checkpoints goes on
-        let mut plan = InputPlan::default();
-        let checkpoint = add_checkpoint(&st, &req, &mut plan).await?;
-        let inputs = plan.entries.clone();
+        // a shared file system: no files travel (the job's files are in
+        // place), but the numbering of its checkpoints goes on
+        let checkpoint = add_checkpoint(&st, &req, &mut InputPlan::default()).await?;
         let mut runs = st.shadows.runs();
         let run = runs.get_mut(&req.claim_id).ok_or_else(unknown_claim)?;
-        run.inputs = Some(plan);
-        return Ok(Json(BeginReply { inputs, checkpoint }));
+        run.inputs = Some(InputPlan::default());
+        return Ok(Json(BeginReply {
+            inputs: Vec::new(),
+            checkpoint,
+        }));
     }
     // the inputs are looked at with the owner's rights
     let rights = owner_rights(&st, &job_ad)
@@ -153,11 +154,7 @@ async fn add_checkpoint(
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         (run.job, run.job_ad.clone())
     };
-    // the queue's record (the run's copy of the ad may predate a
-    // checkpoint of this claim's earlier run)
-    let job_ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
-        .await?
-        .unwrap_or(job_ad);
+    // (the run's ad is the queue's at the run's start)
     let number = checkpoint_number(&job_ad);
     let Some(spool) = st.shadows.checkpoint_root.as_deref() else {
         return Ok(number.map(|number| CheckpointInfo {
@@ -511,6 +508,22 @@ fn run_of(
     Ok((run.job, run.job_ad.clone()))
 }
 
+/// Logs the start of checkpoint `number`'s upload by the run of
+/// `claim_id`, once.
+async fn upload_started(st: &Shared, claim_id: &str, job: skua_queue::JobId, number: u64) {
+    let first = st
+        .shadows
+        .runs()
+        .get_mut(claim_id)
+        .is_some_and(|r| r.checkpoint_upload.replace(number) != Some(number));
+    if first {
+        let now = st.clock.now_secs();
+        if let Err(e) = with_schedd(st, move |s| s.checkpoint_upload(job, now)).await {
+            tracing::warn!("job {job}: logging its checkpoint upload: {}", e.0.message);
+        }
+    }
+}
+
 /// `/shadow/checkpoint_file`: one file of a checkpoint, streamed into the
 /// checkpoint's staging area (never over a stored checkpoint). A file the
 /// store cannot take is refused with `Conflict`, naming it.
@@ -536,6 +549,7 @@ pub(crate) async fn checkpoint_file(
         ))
     };
     let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+    upload_started(&st, &meta.claim_id, job, meta.number).await;
     let as_user = st.shadows.as_user.clone();
     let (root, number, name) = (loc.root.clone(), meta.number, meta.name.clone());
     let (file, path) = as_user
@@ -607,6 +621,8 @@ pub(crate) async fn checkpoint_commit(
         .await
         .map_err(|e| refuse(e.to_string()))?
         .map_err(|e| refuse(e.to_string()))?;
+    // (a checkpoint of no files has its start logged now)
+    upload_started(&st, &c.claim_id, job, number).await;
     let now = st.clock.now_secs();
     let backend = c.backend.clone();
     with_schedd(&st, move |s| {
@@ -834,17 +850,21 @@ mod tests {
         };
         let mut schedd = Schedd::open(&dir.join("job_queue.db"), settings).expect("schedd");
         let c = schedd.new_cluster(1).expect("cluster");
-        let ad = classad::parse_ad(
+        // the user log is written with the owner's rights
+        let logs = dir.join("logs");
+        std::fs::create_dir(&logs).expect("log dir");
+        std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o777)).expect("mode");
+        let ad = classad::parse_ad(&format!(
             "[ Cmd = \"/bin/true\"; TransferExecutable = false; JobStatus = 1; ProcId = 0; \
-               JobUniverse = 5; Iwd = \"/tmp\" ]",
-        )
+               JobUniverse = 5; Iwd = \"/tmp\"; UserLog = \"{}\" ]",
+            logs.join("job.log").display()
+        ))
         .expect("ad");
         schedd.submit("nobody", c, vec![ad], 1).expect("submitted");
         let job = JobId::new(c, 0);
         schedd
             .start_run(job, "slot1@h", CLAIM, "<127.0.0.1:1>", 2)
             .expect("started");
-        let job_ad = schedd.job_ad(job).expect("job ad");
         let alive = crate::lease::AliveConfig {
             interval: std::time::Duration::from_secs(300),
             max_missed: 6,
@@ -852,21 +872,6 @@ mod tests {
         let mut shadows = Shadows::new(Dialer::default(), alive, skua_daemon::Clock::system());
         shadows.checkpoint_root = Some(root);
         let shadows = Arc::new(shadows);
-        shadows.runs().insert(
-            CLAIM.to_string(),
-            Run {
-                job,
-                job_ad,
-                slot: "slot1@h".into(),
-                startd_addr: "<127.0.0.1:1>".into(),
-                inputs: None,
-                failure: None,
-                executing: true,
-                done: None,
-                gate: None,
-                vacate: Arc::new(tokio::sync::Notify::new()),
-            },
-        );
         let st = Shared {
             queue: QueueOwner::start(schedd).expect("queue thread"),
             changed: Arc::new(tokio::sync::Notify::new()),
@@ -875,6 +880,31 @@ mod tests {
             clock: skua_daemon::Clock::system(),
         };
         (st, job)
+    }
+
+    /// A run of `job` begins under `CLAIM` (with the job's ad as the
+    /// queue has it now, as a claim task does).
+    async fn new_run(st: &Shared, job: JobId) {
+        let job_ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
+            .await
+            .expect("queue")
+            .expect("job ad");
+        st.shadows.runs().insert(
+            CLAIM.to_string(),
+            Run {
+                job,
+                job_ad,
+                slot: "slot1@h".into(),
+                startd_addr: "<127.0.0.1:1>".into(),
+                inputs: None,
+                checkpoint_upload: None,
+                failure: None,
+                executing: true,
+                done: None,
+                gate: None,
+                vacate: Arc::new(tokio::sync::Notify::new()),
+            },
+        );
     }
 
     async fn send(
@@ -935,6 +965,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tmp");
         let (st, job) = running_schedd(tmp.path());
         let root = tmp.path().join("checkpoints");
+        new_run(&st, job).await;
 
         send(&st, CLAIM, job, 1, "state.txt", "one")
             .await
@@ -1033,7 +1064,23 @@ mod tests {
             .await
             .expect("file");
 
+        // the user log: each upload's start (once, also the cut one) and
+        // each stored checkpoint's end
+        let log = std::fs::read_to_string(tmp.path().join("logs/job.log")).expect("user log");
+        assert_eq!(log.matches("040 (").count(), 5, "{log}");
+        assert_eq!(
+            log.matches("Started transferring output files").count(),
+            3,
+            "{log}"
+        );
+        assert_eq!(
+            log.matches("Finished transferring output files").count(),
+            2,
+            "{log}"
+        );
+
         // the next run begins: checkpoint 2 comes back with the inputs
+        new_run(&st, job).await;
         let begin_req = ShadowBegin {
             claim_id: CLAIM.into(),
             job_id: job.to_string(),
@@ -1077,6 +1124,20 @@ mod tests {
         .expect("input file");
         let bytes = axum_body_bytes(resp).await;
         assert_eq!(bytes, b"two");
+
+        // on a shared file system no file travels, the numbering goes on
+        new_run(&st, job).await;
+        let shared_fs = ShadowBegin {
+            claim_id: CLAIM.into(),
+            job_id: job.to_string(),
+            transfer: false,
+            slot: "slot1@h".into(),
+        };
+        let Json(reply) = begin(State(st.clone()), Json(shared_fs))
+            .await
+            .expect("begin");
+        assert!(reply.inputs.is_empty());
+        assert_eq!(reply.checkpoint.map(|c| c.number), Some(2));
     }
 
     async fn axum_body_bytes(resp: Response) -> Vec<u8> {

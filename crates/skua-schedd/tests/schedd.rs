@@ -494,3 +494,52 @@ fn the_periodic_policy_is_checked_at_each_state_change_too() {
     assert_eq!(s.queue().job(JobId::new(gone, 0)), None);
     assert_eq!(s.queue().job(JobId::new(gone, 1)), None);
 }
+
+/// Waits (a bounded number of short polls) for `path` to be gone: the
+/// schedd removes a job's checkpoints in the background.
+fn gone(path: &Path) -> bool {
+    for _ in 0..500 {
+        if !path.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn a_jobs_checkpoints_are_removed_when_it_leaves_the_queue() {
+    use skua_schedd::checkpoint;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("checkpoints");
+    let settings = ScheddSettings {
+        checkpoint_root: Some(store.clone()),
+        ..settings()
+    };
+    let mut s = Schedd::open(&dir.path().join("job_queue.db"), settings).unwrap();
+    let c = submit(&mut s, "ann", 2, "", None);
+    let (kept, removed) = (JobId::new(c, 0), JobId::new(c, 1));
+    for id in [kept, removed] {
+        let (mut f, _) = checkpoint::create_staged(&store, id, 1, "state.txt").unwrap();
+        std::io::Write::write_all(&mut f, b"state").unwrap();
+        checkpoint::commit(&store, id, 1, &["state.txt".into()]).unwrap();
+    }
+    let r = s
+        .act(
+            Action::Remove,
+            &Selector::Jobs(vec![removed]),
+            &Actor::user("ann"),
+            None,
+            T0 + 1,
+        )
+        .unwrap();
+    assert!(r.all_done());
+    assert!(
+        gone(&checkpoint::job_dir(&store, removed)),
+        "the removed job's checkpoints are still there"
+    );
+    // the other job's are untouched
+    assert!(checkpoint::stored_dir(&store, kept, 1)
+        .join("state.txt")
+        .is_file());
+}
