@@ -5,7 +5,7 @@
 //! or not at all; until the commit is acknowledged the previous one
 //! stays the job's.
 //!
-//! [`Starter::send_checkpoint`](crate::run) drives this with the job's
+//! `Starter::send_checkpoint` in [`mod@crate::run`] drives this with the job's
 //! lease and the starter's signals; this module holds the transfer and
 //! its errors.
 
@@ -217,4 +217,54 @@ pub fn missing_reason(path: &std::path::Path) -> String {
         "transferring checkpoint files failed: error reading from {}: (errno {ENOENT}) No such file or directory",
         path.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skua_proto::ErrorBody;
+
+    fn remote(code: ErrorCode, message: &str) -> skua_net::NetError {
+        skua_net::NetError::Remote {
+            endpoint: "<127.0.0.1:1>".into(),
+            status: code.http_status(),
+            body: ErrorBody::new(code, message),
+        }
+    }
+
+    #[test]
+    fn a_conflict_holds_an_unreachable_shadow_is_waited_for_and_the_rest_fails() {
+        match classify(
+            "sending checkpoint file state",
+            remote(ErrorCode::Conflict, "disk full"),
+        ) {
+            TransferError::Final(CheckpointError::Refused { reason, subcode }) => {
+                assert!(
+                    reason.contains("state") && reason.contains("disk full"),
+                    "{reason}"
+                );
+                assert_eq!(subcode, 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        for code in [ErrorCode::Unavailable, ErrorCode::Timeout] {
+            assert!(matches!(
+                classify("x", remote(code, "busy")),
+                TransferError::Unreachable(_)
+            ));
+        }
+        let timeout = skua_net::NetError::Timeout {
+            endpoint: "e".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(
+            classify("x", timeout),
+            TransferError::Unreachable(_)
+        ));
+        // the shadow no longer knows the run: the run fails, no hold
+        assert!(matches!(
+            classify("x", remote(ErrorCode::NotFound, "no such claim")),
+            TransferError::Final(CheckpointError::Failed(_))
+        ));
+    }
 }

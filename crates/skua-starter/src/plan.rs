@@ -313,10 +313,16 @@ pub fn missing_checkpoint_file_holds(
     !matches!(kind, skua_proto::CheckpointKind::Evict) || named_for_checkpoint
 }
 
-/// Whether `name` may be part of a checkpoint: never the ad files, the
-/// job's standard streams or its executable.
+/// Whether `name` may be part of a checkpoint of the job's own files:
+/// never the ad files, the job's standard streams, its executable or a
+/// transparent backend's image ([`skua_proto::CRIU_IMAGE_DIR`], which
+/// only that backend's checkpoints carry).
 pub fn checkpointable(name: &str, executable: Option<&str>) -> bool {
-    name != ".job.ad"
+    let in_image = name
+        .strip_prefix(skua_proto::CRIU_IMAGE_DIR)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    !in_image
+        && name != ".job.ad"
         && name != ".machine.ad"
         && name != skua_proto::STDOUT_NAME
         && name != skua_proto::STDERR_NAME
@@ -837,6 +843,8 @@ mod tests {
             assert!(!checkpointable(never, Some("run.sh")), "{never}");
         }
         assert!(checkpointable("state.dat", Some("run.sh")));
+        assert!(!checkpointable(".skua_criu_image/pages-1.img", None));
+        assert!(checkpointable(".skua_criu_image_not/x", None));
     }
 
     #[test]

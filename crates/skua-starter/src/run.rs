@@ -23,7 +23,7 @@ use skua_proto::{
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::sync::mpsc;
 
-use crate::checkpoint::{CheckpointError, TransferError};
+use crate::checkpoint::{CheckpointError, TransferError, ENOENT, HOLD_TRANSFER_OUTPUT_ERROR};
 
 mod transparent;
 use crate::plan::{self, RunAs, Stamp};
@@ -204,11 +204,6 @@ impl Settings {
     }
 }
 
-/// HTCondor's HoldReasonCode for a failed output transfer.
-const HOLD_TRANSFER_OUTPUT_ERROR: i64 = 12;
-/// errno of a missing file, the hold's subcode.
-const ENOENT: i64 = 2;
-
 /// A run that could not happen through no fault of the job.
 struct Failure {
     reason: String,
@@ -348,6 +343,7 @@ async fn run_job(
         executable: None,
         restored: Vec::new(),
         transparent: Default::default(),
+        suspend_requested: false,
     };
     let outcome = starter.go().await;
     starter.transparent_cleanup();
@@ -564,6 +560,9 @@ struct Starter<'a> {
     restored: Vec<String>,
     /// The job's transparent checkpoint backend ([`transparent`]).
     transparent: transparent::Transparent,
+    /// The startd suspended the job between two of its processes (during
+    /// a checkpoint): the next one is suspended as soon as it starts.
+    suspend_requested: bool,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -706,7 +705,11 @@ impl Starter<'_> {
                     tracing::info!("asked to stop while waiting for the shadow");
                     return false;
                 }
-                Request::Suspend | Request::Continue => {}
+                Request::Suspend => {
+                    tracing::info!("suspended between two processes of the job");
+                    self.suspend_requested = true;
+                }
+                Request::Continue => self.suspend_requested = false,
             },
         }
         if self.lease_left().is_zero() {
@@ -950,8 +953,8 @@ impl Starter<'_> {
             }),
             CheckpointError::Missing { reason } => Ok(RunOutcome::Held {
                 reason,
-                code: crate::checkpoint::HOLD_TRANSFER_OUTPUT_ERROR,
-                subcode: crate::checkpoint::ENOENT,
+                code: HOLD_TRANSFER_OUTPUT_ERROR,
+                subcode: ENOENT,
             }),
             CheckpointError::Interrupted => Ok(RunOutcome::Evicted {
                 reason: CheckpointError::Interrupted.to_string(),
@@ -1324,8 +1327,10 @@ impl Starter<'_> {
             .policy
             .signal_period(self.settings.checkpoint_signal_interval)
             .map(|p| tokio::time::interval_at(tokio::time::Instant::now() + p, p));
-        // a request that interrupted an update
-        let mut pending: Option<Request> = None;
+        // a request that interrupted an update (or a suspension that
+        // came while the job was between two processes)
+        let mut pending: Option<Request> =
+            std::mem::take(&mut self.suspend_requested).then_some(Request::Suspend);
         loop {
             match (self.lost_since.is_some(), retry_at) {
                 (true, None) => {
@@ -1550,21 +1555,26 @@ impl Starter<'_> {
                 tokio::pin!(send);
                 loop {
                     tokio::select! {
-                        r = &mut send => break r,
-                        req = next_request(self.signals, self.inbox) => match req {
-                            Request::Kill { startd_gone } => {
-                                self.startd_gone |= startd_gone;
-                                self.stop_asked = true;
-                                return Err(CheckpointError::Interrupted);
-                            }
-                            Request::Vacate if kind != CheckpointKind::Evict => {
-                                self.stop_asked = true;
-                                return Err(CheckpointError::Interrupted);
-                            }
-                            Request::Vacate | Request::Suspend | Request::Continue => {}
-                            Request::Reconnect => self.take_new_address(),
-                        },
+                            r = &mut send => break r,
+                            req = next_request(self.signals, self.inbox) => match req {
+                                Request::Kill { startd_gone } => {
+                                    self.startd_gone |= startd_gone;
+                                    self.stop_asked = true;
+                                    return Err(CheckpointError::Interrupted);
+                                }
+                                Request::Vacate if kind != CheckpointKind::Evict => {
+                                    self.stop_asked = true;
+                                    return Err(CheckpointError::Interrupted);
+                                }
+                                Request::Suspend => {
+                        tracing::info!("suspended between two processes of the job");
+                        self.suspend_requested = true;
                     }
+                                Request::Continue => self.suspend_requested = false,
+                                Request::Vacate => {}
+                                Request::Reconnect => self.take_new_address(),
+                            },
+                        }
                 }
             };
             match result {

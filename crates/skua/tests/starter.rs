@@ -962,6 +962,14 @@ fn a_checkpoint_waits_for_a_lost_shadow_within_the_lease_and_goes_to_its_new_add
     wait_for("the starter to notice", Duration::from_secs(20), || {
         starter_log(&w).contains("Lost connection to shadow")
     });
+    // the startd suspends the job meanwhile: its next process starts
+    // suspended
+    kill(child.id() as i32, "-USR1");
+    wait_for(
+        "the suspension to be noted",
+        Duration::from_secs(20),
+        || starter_log(&w).contains("suspended between two processes"),
+    );
     let key = SigningKey::load_or_create(&w.dir.join("pool.key")).unwrap();
     let job_ad = classad::parse_ad(&w.job_ad).unwrap();
     let back =
@@ -983,6 +991,17 @@ fn a_checkpoint_waits_for_a_lost_shadow_within_the_lease_and_goes_to_its_new_add
         .unwrap()
         .write_all(moved.as_bytes())
         .unwrap();
+    wait_for(
+        "the restarted job's suspension",
+        Duration::from_secs(20),
+        || back.record().updates.contains(&UpdateKind::Suspended),
+    );
+    assert_eq!(
+        back.record().commits.len(),
+        1,
+        "suspended after checkpoint 1"
+    );
+    kill(child.id() as i32, "-USR2");
     assert_eq!(w.wait(&mut child), 0);
     let rec = back.record();
     assert_eq!(
@@ -996,5 +1015,30 @@ fn a_checkpoint_waits_for_a_lost_shadow_within_the_lease_and_goes_to_its_new_add
     );
     drop(rec);
     assert_eq!(w.checkpointed(1, "count"), b"1\n");
+    assert!(w.execute_is_empty());
+}
+
+#[test]
+fn a_job_that_dies_by_its_checkpoint_signal_is_checkpointed_and_restarted() {
+    let w = World::new(
+        "ckpt-bysignal",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitBySignal = true;
+           SuccessCheckpointExitSignal = "SIGUSR1"; WantFTOnCheckpoint = true"#,
+    );
+    w.script(
+        "run.sh",
+        r#"if [ -e state ]; then exit 4; fi
+echo one > state
+kill -USR1 $$"#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 4 });
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].kind, CheckpointKind::Exit);
+    assert_eq!(commits[0].files, vec!["state"]);
+    assert_eq!(w.checkpointed(1, "state"), b"one\n");
+    assert_eq!(w.outputs(), vec!["state"]);
     assert!(w.execute_is_empty());
 }
