@@ -46,8 +46,12 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
     let checkpoint = {
         let configured = ctx.knob("SKUA_CHECKPOINT_BACKENDS")?;
         let criu = ctx.knob("SKUA_CRIU")?;
+        let can_seal = matches!(
+            skua_daemon::security::load_signing_key(&ctx.config, false),
+            Ok(Some(_))
+        );
         tokio::task::spawn_blocking(move || {
-            facts::detect_checkpoint_backends(configured.as_deref(), criu.as_deref())
+            facts::detect_checkpoint_backends(configured.as_deref(), criu.as_deref(), can_seal)
         })
         .await
         .context("checking the checkpoint backends")?

@@ -32,13 +32,27 @@ pub const DEFAULT_CHECKPOINT_BACKENDS: &str = "criu";
 /// empty: none) with the `criu` program `SKUA_CRIU` (default `criu`, looked
 /// up in `PATH`). Blocking (it runs `criu check`): once, at start-up. A
 /// backend that fails its check is logged with the reason and not
-/// advertised.
+/// advertised. Without the pool signing key (`can_seal` false) none is:
+/// the starter seals the images with it and restores only sealed ones.
 pub fn detect_checkpoint_backends(
     configured: Option<&str>,
     criu: Option<&str>,
+    can_seal: bool,
 ) -> skua_starter::backend::Detected {
     let names: Vec<String> =
         skua_daemon::security::split_list(configured.unwrap_or(DEFAULT_CHECKPOINT_BACKENDS));
+    if !can_seal {
+        if !names.is_empty() {
+            tracing::info!("no checkpoint backend offered: no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) to seal their images with");
+        }
+        return skua_starter::backend::Detected {
+            unavailable: names
+                .into_iter()
+                .map(|n| (n, "no pool signing key to seal its images".to_string()))
+                .collect(),
+            ..Default::default()
+        };
+    }
     let criu = criu
         .map(str::trim)
         .filter(|c| !c.is_empty())
@@ -240,7 +254,7 @@ mod tests {
     fn criu_is_offered_only_where_its_check_passes() {
         let dir = tempfile::tempdir().unwrap();
         let passing = fake_criu(dir.path(), 0);
-        let found = detect_checkpoint_backends(None, Some(&passing));
+        let found = detect_checkpoint_backends(None, Some(&passing), true);
         assert_eq!(found.backends, vec!["criu".to_string()]);
         assert!(
             found.platform.starts_with("criu-3.19 linux-"),
@@ -260,17 +274,21 @@ mod tests {
         assert!(f.checkpoint_platform.starts_with("criu-3.19"));
 
         // turned off by the administrator
-        assert!(detect_checkpoint_backends(Some(""), Some(&passing))
+        assert!(detect_checkpoint_backends(Some(""), Some(&passing), true)
             .backends
             .is_empty());
+        // no signing key to seal images with
+        let found = detect_checkpoint_backends(None, Some(&passing), false);
+        assert!(found.backends.is_empty());
+        assert!(found.unavailable[0].1.contains("signing key"), "{found:?}");
         // check fails (this kernel's vDSO, say), or no criu at all
         let failing_dir = tempfile::tempdir().unwrap();
         let failing = fake_criu(failing_dir.path(), 1);
-        let found = detect_checkpoint_backends(Some("criu"), Some(&failing));
+        let found = detect_checkpoint_backends(Some("criu"), Some(&failing), true);
         assert!(found.backends.is_empty());
         assert!(found.unavailable[0].1.contains("vdso"), "{:?}", found);
         let absent = dir.path().join("no-criu").display().to_string();
-        assert!(detect_checkpoint_backends(None, Some(&absent))
+        assert!(detect_checkpoint_backends(None, Some(&absent), true)
             .backends
             .is_empty());
     }

@@ -1042,3 +1042,234 @@ kill -USR1 $$"#,
     assert_eq!(w.outputs(), vec!["state"]);
     assert!(w.execute_is_empty());
 }
+
+// ---- the transparent checkpoint backend (CRIU), with a stand-in `criu` ----
+
+/// A stand-in for `criu`: `dump` writes the job's `count` file as its
+/// image and ends the job's process group; `restore` (in the scratch
+/// directory) writes the pid file criu writes once it restored the job,
+/// then "runs" the job: records what the image held and exits 7.
+const FAKE_CRIU: &str = r#"#!/bin/sh
+action=$1; shift
+dir=; tree=; pidfile=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --images-dir) dir=$2; shift ;;
+    --tree) tree=$2; shift ;;
+    --pidfile) pidfile=$2; shift ;;
+  esac
+  shift
+done
+case "$action" in
+  dump)
+    cat "/proc/$tree/cwd/count" > "$dir/pages.img" || exit 1
+    kill -9 "-$tree"
+    exit 0 ;;
+  restore)
+    [ -f "$dir/pages.img" ] || { echo 'Error (criu/cr-restore.c:1): no image' > "$dir/restore.log"; exit 1; }
+    echo 1 > "$dir/$pidfile"
+    echo "restored $(cat "$dir/pages.img")" > restored.txt
+    exit 7 ;;
+esac
+exit 3
+"#;
+
+const CRIU_SLOT: &str = r#"[ Name = "slot1_1@exec.test"; Cpus = 2; FileSystemDomain = "exec.test"; UidDomain = "test.domain"; HasCheckpointBackend = true; CheckpointBackends = "criu" ]"#;
+
+impl World {
+    /// A world whose starters use the stand-in `criu`.
+    fn with_fake_criu(name: &str, job: &str) -> World {
+        let w = World::new(name, job);
+        let criu = w.dir.join("criu");
+        std::fs::write(&criu, FAKE_CRIU).unwrap();
+        std::fs::set_permissions(&criu, std::fs::Permissions::from_mode(0o755)).unwrap();
+        w.configure(&format!("SKUA_CRIU = {}\n", criu.display()));
+        w
+    }
+
+    /// Starts a starter with job 1.0 on a slot whose ad is `slot_ad`.
+    fn start_on(&self, slot_ad: &str, max_vacate_secs: u64) -> Child {
+        let mut child = Command::new(SKUAD)
+            .arg("starter")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.dir)
+            .env("SKUA_CONFIG", self.dir.join("skua_config"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut spec: StarterSpec =
+            serde_json::from_str(self.spec("1.0", max_vacate_secs).trim()).unwrap();
+        spec.slot_ad = slot_ad.to_string();
+        let line = serde_json::to_string(&spec).unwrap() + "\n";
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        *self.lines.lock().unwrap() = Some(rx);
+        child
+    }
+
+    /// The next run begins from stored checkpoint 1 (made by `backend`),
+    /// whose files are those the shadow received.
+    fn begin_from_checkpoint_1(&self, backend: Option<&str>) {
+        let mut rec = self.rec.lock().unwrap();
+        let files = rec.commits[0].files.clone();
+        rec.last_checkpoint = Some(CheckpointInfo {
+            number: 1,
+            backend: backend.map(str::to_string),
+        });
+        rec.checkpoint_inputs = files
+            .iter()
+            .map(|f| {
+                let path = self.out_dir.join(".checkpoints").join("1").join(f);
+                (f.clone(), path)
+            })
+            .collect();
+        rec.exit = None;
+        rec.commits.clear();
+    }
+}
+
+/// Vacated, a `+SkuaCheckpoint = "criu"` job on a slot offering the backend
+/// is dumped (not signalled): its sealed image and changed files are one
+/// checkpoint of kind Backend; the next run restores it from that image
+/// (criu's exit status is the job's) instead of starting the executable.
+#[test]
+fn a_criu_job_is_dumped_at_vacate_and_restored_at_its_next_start() {
+    let w = World::with_fake_criu(
+        "criu-dump",
+        r#"Cmd = "run.sh"; SkuaCheckpoint = "criu"; KillSig = "SIGUSR2""#,
+    );
+    // the kill signal would leave a trace: a dumped job never gets it
+    w.script(
+        "run.sh",
+        r#"trap 'echo signalled > signalled.txt; exit 0' USR2
+echo 41 > count
+while :; do sleep 0.1; done"#,
+    );
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    w.wait_executing();
+    wait_for("the job's count", Duration::from_secs(10), || {
+        std::fs::read_dir(&w.execute)
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().join("count").exists())
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].kind, CheckpointKind::Backend);
+    assert_eq!(commits[0].backend.as_deref(), Some("criu"));
+    for f in [
+        "count",
+        ".skua_criu_image/pages.img",
+        ".skua_criu_image/skua-pid",
+        ".skua_criu_image/skua-scratch",
+        ".skua_criu_image/skua-seal",
+    ] {
+        assert!(commits[0].files.iter().any(|c| c == f), "{f}: {commits:?}");
+    }
+    assert!(!commits[0].files.iter().any(|c| c == "signalled.txt"));
+    assert_eq!(w.checkpointed(1, ".skua_criu_image/pages.img"), b"41\n");
+    assert!(w.execute_is_empty());
+
+    // the next start restores it
+    w.begin_from_checkpoint_1(Some("criu"));
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 7 });
+    assert_eq!(w.returned("restored.txt"), b"restored 41\n");
+    // the earlier scratch directory's link and the image copy are gone
+    assert!(w.execute_is_empty());
+}
+
+/// An image changed after the dump (it passes through the owner's hands)
+/// is never restored: the seal does not match, the run fails.
+#[test]
+fn a_changed_criu_image_is_not_restored() {
+    let w = World::with_fake_criu("criu-tamper", r#"Cmd = "run.sh"; SkuaCheckpoint = "criu""#);
+    w.script("run.sh", "echo 41 > count\nwhile :; do sleep 0.1; done");
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    w.wait_executing();
+    wait_for("the job's count", Duration::from_secs(10), || {
+        std::fs::read_dir(&w.execute)
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().join("count").exists())
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.commits().len(), 1);
+    std::fs::write(
+        w.out_dir.join(".checkpoints/1/.skua_criu_image/pages.img"),
+        "0\n",
+    )
+    .unwrap();
+    w.begin_from_checkpoint_1(Some("criu"));
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    w.wait(&mut child);
+    match w.exit().outcome {
+        RunOutcome::Failed { reason, .. } => {
+            assert!(reason.contains("seal does not match"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!w.out_dir.join("restored.txt").exists());
+    assert!(w.execute_is_empty());
+}
+
+/// A checkpoint made by a backend this slot does not offer cannot be
+/// restored: the run fails and says why; without the backend a vacated
+/// job gets its kill signal as usual.
+#[test]
+fn a_criu_checkpoint_on_a_slot_without_criu_fails_the_run_with_the_reason() {
+    let w = World::with_fake_criu(
+        "criu-absent",
+        r#"Cmd = "run.sh"; SkuaCheckpoint = "criu"; WhenToTransferOutput = "ON_EXIT_OR_EVICT""#,
+    );
+    w.script(
+        "run.sh",
+        "trap 'echo signalled > signalled.txt; exit 0' TERM\nwhile :; do sleep 0.1; done",
+    );
+    // a plain slot (the startd found no working criu): vacated as usual
+    let mut child = w.start(10);
+    w.wait_executing();
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    let commits = w.commits();
+    assert_eq!(commits[0].kind, CheckpointKind::Evict);
+    assert_eq!(commits[0].files, vec!["signalled.txt"]);
+    // a checkpoint from criu cannot start here
+    w.begin_from_checkpoint_1(Some("criu"));
+    let mut child = w.start(10);
+    w.wait(&mut child);
+    match w.exit().outcome {
+        RunOutcome::Failed { reason, permanent } => {
+            assert!(
+                reason.contains("criu checkpoint backend, which this machine does not offer"),
+                "{reason}"
+            );
+            assert!(permanent);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(w.execute_is_empty());
+}

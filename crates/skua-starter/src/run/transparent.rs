@@ -202,6 +202,8 @@ impl Starter<'_> {
             .and_then(|()| self.hand_over_images(&images));
         match result {
             Ok(()) => {
+                // the dump ended the job; nothing of it may survive
+                let _ = killpg(running.pgid, Signal::SIGKILL);
                 let status = running.child.wait().await.ok();
                 self.transparent.dumped = true;
                 Some(Ending::Vacated(status))
