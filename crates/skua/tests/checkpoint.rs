@@ -269,8 +269,9 @@ fn htcondor_events(log: &Path) -> Option<Vec<(String, serde_json::Value)>> {
 /// Checks that HTCondor's reader reads the whole user log and finds in it
 /// what a checkpointed, evicted, completed job leaves: its executions,
 /// `evictions` evictions (at least; with `checkpointed` of them marked
-/// "Job was checkpointed"), the transfers of its checkpoints, its end.
-fn check_user_log(work: &Path, evictions: usize, checkpointed: usize) {
+/// "Job was checkpointed"), the transfers of its `stored` checkpoints (at
+/// least), its end.
+fn check_user_log(work: &Path, evictions: usize, checkpointed: usize, stored: usize) {
     let path = work.join("job.log");
     let text = std::fs::read_to_string(&path).unwrap();
     let events_in_text = text.lines().filter(|l| *l == "...").count();
@@ -293,10 +294,17 @@ fn check_user_log(work: &Path, evictions: usize, checkpointed: usize) {
         marked >= checkpointed,
         "{checkpointed} evictions marked checkpointed: {text}"
     );
-    // each stored checkpoint is a transfer of the job's files (040)
+    // each stored checkpoint is a transfer of the job's files (040:
+    // "Started transferring output files" (5), then "Finished" (6))
+    let transfers = |kind: i64| {
+        events
+            .iter()
+            .filter(|(ty, a)| ty == "FILE_TRANSFER" && a["Type"] == serde_json::json!(kind))
+            .count()
+    };
     assert!(
-        count("FILE_TRANSFER") + count("CHECKPOINTED") >= 1,
-        "the checkpoints' transfers are in the log: {text}"
+        transfers(6) >= stored && transfers(5) >= transfers(6),
+        "{stored} checkpoints' transfers in the log: {text}"
     );
     assert_eq!(count("JOB_TERMINATED"), 1, "{text}");
     assert_eq!(events.last().unwrap().0, "JOB_TERMINATED", "{text}");
@@ -447,7 +455,7 @@ fn evicted_by_its_owner_three_times_the_counter_resumes_and_loses_little() {
     assert!(num >= 3.0 && num <= ckpt_exits, "NumCkpts {num}: {runs:?}");
     assert!(number >= num, "{h:?}");
     assert!(last_time > 1_700_000_000.0, "{h:?}");
-    check_user_log(&work, 3, 0);
+    check_user_log(&work, 3, 0, num as usize);
 }
 
 // ---- vacate ------------------------------------------------------------------
@@ -503,7 +511,8 @@ fn vacated_on_one_slot_the_counter_resumes_on_the_other_from_its_checkpoint() {
     assert_ne!(last.trim(), slot, "ended on the other slot");
     // the job's store went with it
     assert!(!store(&pool, &cluster).exists());
-    check_user_log(&work, 1, 0);
+    let stored = history_numbers(&pool, &["NumCkpts"])[0];
+    check_user_log(&work, 1, 0, stored as usize);
 }
 
 #[test]
@@ -559,7 +568,7 @@ fn with_a_checkpoint_signal_a_vacated_counter_checkpoints_where_it_is() {
     assert!(h[1] > 0.0 && h[1] <= h[2], "{h:?}");
     let text = std::fs::read_to_string(work.join("job.log")).unwrap();
     assert!(text.contains("(1) Job was checkpointed."), "{text}");
-    check_user_log(&work, 1, 1);
+    check_user_log(&work, 1, 1, 1);
 }
 
 #[test]
@@ -963,5 +972,5 @@ fn checkpointed_on_one_execute_host_the_counter_resumes_on_another_when_it_crash
         "resumed on {other} from the checkpoint made on {first}: {runs:?}"
     );
     assert!(runs[moved..].iter().all(|r| r.host == other), "{runs:?}");
-    check_user_log(&work, 0, 0);
+    check_user_log(&work, 0, 0, 1);
 }
