@@ -442,6 +442,12 @@ fn evicted_by_its_owner_three_times_the_counter_resumes_and_loses_little() {
         unreachable!()
     };
     assert_eq!(code, 0.0);
+    eprintln!(
+        "counter to {target}: {steps} steps in {} processes ({} evictions; restarts from zero: \
+         {from_zero}); CommittedTime {committed} s of RemoteWallClockTime {wall} s; NumCkpts {num}",
+        runs.len(),
+        evictions.len()
+    );
     // badput: the work lost to the evictions
     assert!(
         committed > 0.0 && committed < wall,
