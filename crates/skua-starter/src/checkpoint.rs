@@ -128,12 +128,29 @@ fn classify(what: &str, e: skua_net::NetError) -> TransferError {
     }
 }
 
-/// Sends every file of `ckpt`, then its commit. Returns the bytes sent.
-pub async fn send(t: &Transfer, ckpt: &Checkpoint) -> Result<u64, TransferError> {
-    let mut bytes = 0u64;
-    for name in &ckpt.files {
-        bytes += send_file(t, ckpt.number, name).await?;
+/// How far a checkpoint's transfer went: tried again after the shadow
+/// was unreachable, it goes on from there (a file sent again replaces
+/// the staged copy, so the one cut halfway is simply sent again).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// The files the shadow acknowledged, in order.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Sends the files of `ckpt` not yet acknowledged (`progress`), then its
+/// commit. Returns the bytes of the checkpoint.
+pub async fn send(
+    t: &Transfer,
+    ckpt: &Checkpoint,
+    progress: &mut Progress,
+) -> Result<u64, TransferError> {
+    for name in ckpt.files.iter().skip(progress.files) {
+        progress.bytes += send_file(t, ckpt.number, name).await?;
+        progress.files += 1;
     }
+    let bytes = progress.bytes;
     let commit = CheckpointCommit {
         claim_id: t.claim_id.clone(),
         job_id: t.job_id.clone(),

@@ -1520,8 +1520,8 @@ impl Starter<'_> {
     /// it goes, a kill (or a vacate, unless the checkpoint is the
     /// vacate's own) stops it: [`CheckpointError::Interrupted`], the
     /// previous checkpoint stays. A shadow that cannot be reached is
-    /// waited for within the job's lease, as for outputs, and the whole
-    /// checkpoint sent again.
+    /// waited for within the job's lease, as for outputs; the transfer
+    /// then goes on from the first file it had not acknowledged.
     pub(crate) async fn send_checkpoint(
         &mut self,
         kind: CheckpointKind,
@@ -1541,6 +1541,7 @@ impl Starter<'_> {
             files = files.len(),
             "sending a checkpoint"
         );
+        let mut progress = crate::checkpoint::Progress::default();
         loop {
             let transfer = crate::checkpoint::Transfer {
                 client: self.client.clone(),
@@ -1551,7 +1552,7 @@ impl Starter<'_> {
                 rights: self.rights(),
             };
             let result = {
-                let send = crate::checkpoint::send(&transfer, &ckpt);
+                let send = crate::checkpoint::send(&transfer, &ckpt, &mut progress);
                 tokio::pin!(send);
                 loop {
                     tokio::select! {

@@ -50,6 +50,9 @@ pub struct ShadowRecord {
     /// Set by a test: a checkpoint file is not answered (for a minute):
     /// a transfer that hangs.
     pub stall_checkpoints: bool,
+    /// Set by a test: the checkpoint file of this name is answered
+    /// `Unavailable` (503) once, as a shadow that is briefly away.
+    pub unavailable_once: Option<String>,
     /// Every checkpoint file received, in order.
     pub checkpoint_files: Vec<CheckpointFileMeta>,
     /// Every checkpoint commit received, in order.
@@ -168,6 +171,13 @@ async fn checkpoint_file(
     }
     if let Some(why) = s.rec().refuse_checkpoints.clone() {
         return Err(ApiError::conflict(format!("{}: {why}", meta.name)));
+    }
+    {
+        let mut rec = s.rec();
+        if rec.unavailable_once.as_deref() == Some(meta.name.as_str()) {
+            rec.unavailable_once = None;
+            return Err(ApiError::unavailable("briefly away"));
+        }
     }
     let stall = s.rec().stall_checkpoints;
     if stall {
