@@ -29,7 +29,7 @@ pub const DEFAULT_CHECKPOINT_BACKENDS: &str = "criu";
 
 /// Checks the transparent checkpoint backends the configuration names
 /// (`SKUA_CHECKPOINT_BACKENDS`, default [`DEFAULT_CHECKPOINT_BACKENDS`];
-/// empty: none) with the `criu` program `SKUA_CRIU` (default `criu`, looked
+/// `none`: none) with the `criu` program `SKUA_CRIU` (default `criu`, looked
 /// up in `PATH`). Blocking (it runs `criu check`): once, at start-up. A
 /// backend that fails its check is logged with the reason and not
 /// advertised. Without the pool signing key (`can_seal` false) none is:
@@ -39,8 +39,12 @@ pub fn detect_checkpoint_backends(
     criu: Option<&str>,
     can_seal: bool,
 ) -> skua_starter::backend::Detected {
+    // (an empty value is an undefined one: `none` turns them off)
     let names: Vec<String> =
-        skua_daemon::security::split_list(configured.unwrap_or(DEFAULT_CHECKPOINT_BACKENDS));
+        skua_daemon::security::split_list(configured.unwrap_or(DEFAULT_CHECKPOINT_BACKENDS))
+            .into_iter()
+            .filter(|n| !n.eq_ignore_ascii_case("none") && !n.eq_ignore_ascii_case("false"))
+            .collect();
     if !can_seal {
         if !names.is_empty() {
             tracing::info!("no checkpoint backend offered: no pool signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) to seal their images with");
@@ -274,9 +278,11 @@ mod tests {
         assert!(f.checkpoint_platform.starts_with("criu-3.19"));
 
         // turned off by the administrator
-        assert!(detect_checkpoint_backends(Some(""), Some(&passing), true)
-            .backends
-            .is_empty());
+        assert!(
+            detect_checkpoint_backends(Some("none"), Some(&passing), true)
+                .backends
+                .is_empty()
+        );
         // no signing key to seal images with
         let found = detect_checkpoint_backends(None, Some(&passing), false);
         assert!(found.backends.is_empty());

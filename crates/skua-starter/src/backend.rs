@@ -478,6 +478,10 @@ fn seal_of(key: &[u8], dir: &Path) -> Result<ring::hmac::Tag, BackendError> {
 /// symbolic link).
 fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    // not even opened if it is not one (a device, a pipe)
+    if !path.symlink_metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -545,6 +549,10 @@ pub fn copy_in(from: &Path, to: &Path) -> Result<(), BackendError> {
         path: from.display().to_string(),
         detail,
     };
+    // the directory itself, never through a link
+    if !from.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(bad("not a directory".into()));
+    }
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(to)
@@ -771,8 +779,13 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", images.join("b.img")).unwrap();
         let e = copy_in(&images, &dir.path().join("copy")).unwrap_err();
         assert!(e.to_string().contains("b.img"), "{e}");
-        // never into a directory that exists
+        // never from a link to a directory
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&images, &link).unwrap();
         std::fs::remove_file(images.join("b.img")).unwrap();
+        let e = copy_in(&link, &dir.path().join("copy2")).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        // never into a directory that exists
         std::fs::create_dir(dir.path().join("there")).unwrap();
         assert!(copy_in(&images, &dir.path().join("there")).is_err());
     }

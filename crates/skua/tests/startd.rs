@@ -618,3 +618,72 @@ fn a_preempting_match_retires_the_job_then_the_slot_is_matched_to_it() {
         .unwrap_err();
     assert_eq!(remote_status(&e), 404, "the old claim is gone: {e}");
 }
+
+/// The startd checks `criu` once at start-up and its slots offer the
+/// transparent checkpoint backend only where `criu check` passes (a
+/// stand-in `criu` here, named by `SKUA_CRIU`); `SKUA_CHECKPOINT_BACKENDS
+/// = none` turns it off.
+#[test]
+fn slots_offer_criu_only_where_criu_check_passes() {
+    let tools = common::scratch("startd-criu-tools");
+    let passing = tools.join("criu-passing");
+    write_script(
+        &passing,
+        "#!/bin/sh\ncase \"$1\" in\n  check) echo 'Looks good.'; exit 0 ;;\n  --version) echo 'Version: 4.1'; exit 0 ;;\nesac\nexit 3\n",
+    );
+    let failing = tools.join("criu-failing");
+    write_script(
+        &failing,
+        "#!/bin/sh\necho 'Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable' >&2\nexit 1\n",
+    );
+    let attrs = [
+        "Name",
+        "HasCheckpointBackend",
+        "CheckpointBackends",
+        "CheckpointPlatform",
+    ];
+    let cases = [
+        ("startd-criu-yes", passing.display().to_string(), None, true),
+        ("startd-criu-no", failing.display().to_string(), None, false),
+        (
+            "startd-criu-off",
+            passing.display().to_string(),
+            Some("none"),
+            false,
+        ),
+    ];
+    for (name, criu, configured, offered) in cases {
+        let mut env = vec![
+            ("_CONDOR_NUM_CPUS", "1"),
+            ("_CONDOR_SKUA_CRIU", criu.as_str()),
+        ];
+        if let Some(c) = configured {
+            env.push(("_CONDOR_SKUA_CHECKPOINT_BACKENDS", c));
+        }
+        let mut pool = startd_pool(name, &env);
+        pool.start();
+        wait_for("the slot's ad", Duration::from_secs(30), || {
+            status_af(&pool, &["Name"]).len() == 1
+        });
+        let line = status_af(&pool, &attrs).remove(0);
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if offered {
+            assert_eq!(
+                &fields[1..4],
+                &["true", "criu", "criu-4.1"],
+                "{name}: {line}"
+            );
+        } else {
+            assert_eq!(
+                &fields[1..],
+                &["undefined", "undefined", "undefined"],
+                "{name}: {line}"
+            );
+        }
+        // every slot says the starter sends self-checkpoints
+        assert_eq!(
+            status_af(&pool, &["HasSelfCheckpointTransfers"]),
+            vec!["true"]
+        );
+    }
+}

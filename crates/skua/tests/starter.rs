@@ -1048,7 +1048,8 @@ kill -USR1 $$"#,
 /// A stand-in for `criu`: `dump` writes the job's `count` file as its
 /// image and ends the job's process group; `restore` (in the scratch
 /// directory) writes the pid file criu writes once it restored the job,
-/// then "runs" the job: records what the image held and exits 7.
+/// then "runs" the job: records what the image held and exits 7 (or the
+/// code the job left in `restore-exit`).
 const FAKE_CRIU: &str = r#"#!/bin/sh
 action=$1; shift
 dir=; tree=; pidfile=
@@ -1069,7 +1070,7 @@ case "$action" in
     [ -f "$dir/pages.img" ] || { echo 'Error (criu/cr-restore.c:1): no image' > "$dir/restore.log"; exit 1; }
     echo 1 > "$dir/$pidfile"
     echo "restored $(cat "$dir/pages.img")" > restored.txt
-    exit 7 ;;
+    exit "$(cat restore-exit 2>/dev/null || echo 7)" ;;
 esac
 exit 3
 "#;
@@ -1301,5 +1302,54 @@ fn a_checkpoint_cut_by_an_unreachable_shadow_goes_on_from_the_file_it_had_not_se
     assert_eq!(rec.commits[0].bytes, 4);
     drop(rec);
     assert_eq!(w.checkpointed(1, "b"), b"B\n");
+    assert!(w.execute_is_empty());
+}
+
+/// A restored job that exits with its checkpoint code is restarted from
+/// its executable, like any self-checkpointing job (it is restored once).
+#[test]
+fn a_restored_job_that_exits_to_checkpoint_is_restarted_not_restored_again() {
+    let w = World::with_fake_criu(
+        "criu-restart",
+        r#"Cmd = "run.sh"; SkuaCheckpoint = "criu"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true"#,
+    );
+    w.script(
+        "run.sh",
+        r#"if [ -f count ]; then echo fresh > fresh.txt; exit 0; fi
+echo 85 > restore-exit
+echo 41 > count
+while :; do sleep 0.1; done"#,
+    );
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    w.wait_executing();
+    wait_for("the job's count", Duration::from_secs(10), || {
+        std::fs::read_dir(&w.execute)
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().join("count").exists())
+    });
+    kill(child.id() as i32, "-TERM");
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.commits()[0].kind, CheckpointKind::Backend);
+
+    w.begin_from_checkpoint_1(Some("criu"));
+    let mut child = w.start_on(CRIU_SLOT, 10);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    let commits = w.commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert_eq!(commits[0].kind, CheckpointKind::Exit);
+    assert_eq!(commits[0].number, 2);
+    // the job's own checkpoint: its files, not the used-up image
+    assert!(commits[0].files.iter().any(|f| f == "count"), "{commits:?}");
+    assert!(
+        !commits[0]
+            .files
+            .iter()
+            .any(|f| f.starts_with(".skua_criu_image")),
+        "{commits:?}"
+    );
+    assert_eq!(w.returned("restored.txt"), b"restored 41\n");
+    assert_eq!(w.returned("fresh.txt"), b"fresh\n");
     assert!(w.execute_is_empty());
 }

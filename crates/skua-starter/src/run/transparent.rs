@@ -36,9 +36,11 @@ pub(super) struct Transparent {
     /// The job was dumped at vacate: its image is in the scratch
     /// directory, to be sent.
     dumped: bool,
-    /// This run restores the job from an image (`Some`: the root-only copy
-    /// of the image) instead of starting its executable.
-    restore_from: Option<PathBuf>,
+    /// This run restores the job from an image instead of starting its
+    /// executable (once: a restart after a self-checkpoint starts it).
+    restore_pending: bool,
+    /// The root-only copy of the image restored from.
+    restore_copy: Option<PathBuf>,
     /// The running process is a restore (its exit without the restored
     /// pid file is a failed restore).
     restoring: bool,
@@ -64,9 +66,11 @@ pub(super) fn slot_offers(slot: &ClassAd, name: &str) -> bool {
 }
 
 impl Starter<'_> {
-    /// The image directory only root can touch, beside the scratch one.
-    fn private_images(&self) -> PathBuf {
-        Path::new(&self.spec.execute_dir).join(format!("dir_{}.criu", std::process::id()))
+    /// The image directory only root can touch, beside the scratch one
+    /// (`restore`: the copy a restore reads).
+    fn private_images(&self, restore: bool) -> PathBuf {
+        let suffix = if restore { "criu-restore" } else { "criu" };
+        Path::new(&self.spec.execute_dir).join(format!("dir_{}.{suffix}", std::process::id()))
     }
 
     /// At the run's start: the job's backend, if the slot offers it, and
@@ -106,16 +110,17 @@ impl Starter<'_> {
                 "the job's checkpoint was made by the {made_by} checkpoint backend, {why}: it cannot be restored here (the job should not have matched this slot)"
             )));
         }
-        self.transparent.restore_from = Some(self.private_images());
+        self.transparent.restore_pending = true;
         Ok(())
     }
 
     /// Restores the job from its image instead of starting it (the
     /// first start of a run that begins from a backend's checkpoint).
     pub(super) fn transparent_restore(&mut self) -> Result<Option<Running>, Failure> {
-        let Some(copy) = self.transparent.restore_from.take() else {
+        if !std::mem::take(&mut self.transparent.restore_pending) {
             return Ok(None);
-        };
+        }
+        let copy = self.private_images(true);
         let (Some(b), Some(key)) = (
             self.transparent.backend.as_ref(),
             self.settings.checkpoint_key.as_ref(),
@@ -150,7 +155,12 @@ impl Starter<'_> {
             "restoring the job from its checkpoint"
         );
         self.transparent.restoring = true;
-        self.transparent.restore_from = Some(copy);
+        self.transparent.restore_copy = Some(copy);
+        // the image is used up: a later checkpoint of the job's own (a
+        // self-checkpoint of the restored job) does not carry it
+        let prefix = format!("{CRIU_IMAGE_DIR}/");
+        self.restored.retain(|n| !n.starts_with(&prefix));
+        let _ = std::fs::remove_dir_all(self.scratch.join(CRIU_IMAGE_DIR));
         Ok(Some(Running {
             child,
             pgid: Pid::from_raw(info.pid),
@@ -164,7 +174,7 @@ impl Starter<'_> {
         if !std::mem::take(&mut self.transparent.restoring) {
             return Ok(());
         }
-        let Some(copy) = &self.transparent.restore_from else {
+        let Some(copy) = &self.transparent.restore_copy else {
             return Ok(());
         };
         if copy.join(RESTORED_PID_FILE).exists() || !matches!(ending, Ending::Exited(_)) {
@@ -188,7 +198,7 @@ impl Starter<'_> {
         };
         crate::cgroup::freeze(running.cgroup.as_ref(), false);
         let _ = killpg(running.pgid, Signal::SIGCONT);
-        let images = self.private_images();
+        let images = self.private_images(false);
         let _ = std::fs::remove_dir_all(&images);
         let grace = std::time::Duration::from_secs(self.spec.max_vacate_secs.max(1));
         tracing::info!(backend = b.name(), pid = %running.pgid, "checkpointing the job at vacate");
@@ -293,7 +303,8 @@ impl Starter<'_> {
         if let Some(link) = self.transparent.link.take() {
             let _ = std::fs::remove_file(link);
         }
-        let _ = std::fs::remove_dir_all(self.private_images());
+        let _ = std::fs::remove_dir_all(self.private_images(false));
+        let _ = std::fs::remove_dir_all(self.private_images(true));
     }
 }
 
