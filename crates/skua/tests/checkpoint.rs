@@ -578,6 +578,42 @@ fn with_a_checkpoint_signal_a_vacated_counter_checkpoints_where_it_is() {
 }
 
 #[test]
+fn the_periodic_checkpoint_signal_makes_the_counter_checkpoint_on_its_own() {
+    // the execute side's knob: a checkpoint signal every 2 seconds
+    let pool = common::job_pool(
+        "ckpt-periodic",
+        "1",
+        &[("_CONDOR_CHECKPOINT_SIGNAL_INTERVAL", "2")],
+    );
+    let work = pool.home.join("work");
+    let log = counter_files(&work);
+    let target = 50;
+    // it never checkpoints by itself (every 1000 steps): only on the signal
+    pool.submit_job(
+        &work,
+        &counter_job(
+            &work,
+            target,
+            1000,
+            "0.2",
+            "",
+            "+WantCheckpointSignal = true\n+CheckpointSig = \"SIGUSR2\"",
+        ),
+    );
+    wait_for("the job to complete", Duration::from_secs(90), || {
+        queue_empty(&pool)
+    });
+    check_output(&work, target);
+    check_counter(&log, target, &[]);
+    let runs = parse_runs(&log);
+    let signalled = runs.iter().filter(|r| r.end == End::Checkpoint).count();
+    // 10 s of counting, a signal every 2 s
+    assert!(signalled >= 2, "{runs:?}");
+    let h = history_numbers(&pool, &["NumCkpts", "ExitCode"]);
+    assert_eq!(h, vec![signalled as f64, 0.0]);
+}
+
+#[test]
 fn on_exit_or_evict_brings_an_evicted_sandbox_back() {
     let (pool, _owner) = policy_pool("ckpt-on-evict", "2", "");
     let work = pool.home.join("work");
