@@ -17,6 +17,14 @@
 //!   previous checkpoint stays and the job finishes from it;
 //! - `when_to_transfer_output = ON_EXIT_OR_EVICT`: the sandbox of an
 //!   evicted job comes back at its next start;
+//! - with `CHECKPOINT_SIGNAL_INTERVAL` the execute side's periodic
+//!   checkpoint signal makes it checkpoint;
+//! - `checkpoint_destination = file://DIR` keeps its checkpoints in DIR;
+//!   a checkpoint that cannot be stored holds it (36), one lacking a file
+//!   it names holds it (12, ENOENT);
+//! - checkpointed on one execute host, it resumes on another when the
+//!   first crashes (test hosts over network namespaces, as in
+//!   tests/multihost.rs);
 //! - the user log reads with HTCondor's own reader (`htcondor2`).
 //!
 //! Every start, step, checkpoint and end of the counter is appended to
