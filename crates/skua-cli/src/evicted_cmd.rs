@@ -1,7 +1,9 @@
-//! `skua evicted_files` (HTCondor's `condor_evicted_files`): a job's
-//! stored checkpoint, for inspection. `dir` prints the directory holding
-//! it on the submit host, `list` its files, and `get` copies them into a
+//! `skua evicted_files` (HTCondor's `condor_evicted_files`): jobs' stored
+//! checkpoints, for inspection. `dir` prints the directory holding each
+//! on the submit host, `list` their files, and `get` copies each into a
 //! new directory named after the job (`C.P`) in the current directory.
+//! Unlike HTCondor's tool, it works from any host that reaches the schedd
+//! (the files travel through the schedd) and a command must be named.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -20,10 +22,11 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(clap::Subcommand)]
 pub enum EvictedCommand {
-    /// Print the directory holding the job's stored checkpoint.
+    /// Print the directory holding each job's stored checkpoint.
     Dir {
-        /// The job (C.P).
-        job: String,
+        /// The jobs (C.P).
+        #[arg(required = true)]
+        jobs: Vec<String>,
     },
     /// List the files of the jobs' stored checkpoints.
     List {
@@ -70,13 +73,15 @@ fn run_inner(cmd: EvictedCommand) -> Result<ExitCode> {
     };
     let mut status = ExitCode::SUCCESS;
     match cmd {
-        EvictedCommand::Dir { job } => {
-            check_job(&job)?;
-            match query(&job)?.directory {
-                Some(dir) => println!("{dir}"),
-                None => {
-                    eprintln!("job {job} has no evicted files");
-                    status = ExitCode::from(1);
+        EvictedCommand::Dir { jobs } => {
+            for job in &jobs {
+                check_job(job)?;
+                match query(job)?.directory {
+                    Some(dir) => println!("{dir}"),
+                    None => {
+                        eprintln!("job {job} has no evicted files");
+                        status = ExitCode::from(1);
+                    }
                 }
             }
         }

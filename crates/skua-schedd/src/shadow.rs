@@ -842,6 +842,11 @@ mod tests {
     /// A schedd with one running job under `CLAIM`, its checkpoints
     /// stored under `dir/checkpoints`.
     fn running_schedd(dir: &Path) -> (Shared, JobId) {
+        running_schedd_with(dir, "")
+    }
+
+    /// [`running_schedd`] with `extra` job attributes.
+    fn running_schedd_with(dir: &Path, extra: &str) -> (Shared, JobId) {
         let root = dir.join("checkpoints");
         let settings = ScheddSettings {
             submit_host: "<127.0.0.1:9618>".into(),
@@ -856,7 +861,7 @@ mod tests {
         std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o777)).expect("mode");
         let ad = classad::parse_ad(&format!(
             "[ Cmd = \"/bin/true\"; TransferExecutable = false; JobStatus = 1; ProcId = 0; \
-               JobUniverse = 5; Iwd = \"/tmp\"; UserLog = \"{}\" ]",
+               JobUniverse = 5; Iwd = \"/tmp\"; UserLog = \"{}\"; {extra} ]",
             logs.join("job.log").display()
         ))
         .expect("ad");
@@ -1138,6 +1143,64 @@ mod tests {
             .expect("begin");
         assert!(reply.inputs.is_empty());
         assert_eq!(reply.checkpoint.map(|c| c.number), Some(2));
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_destination_is_written_with_the_owners_rights() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).expect("dir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("mode");
+        let dest = open.join("ckpts");
+        let extra = format!("CheckpointDestination = \"file://{}\";", dest.display());
+        let (st, job) = running_schedd_with(tmp.path(), &extra);
+        new_run(&st, job).await;
+        send(&st, CLAIM, job, 1, "state.txt", "one")
+            .await
+            .expect("file");
+        commit(&st, job, 1, &["state.txt"]).await.expect("commit");
+        let stored = checkpoint::stored_dir(&dest, job, 1).join("state.txt");
+        assert_eq!(std::fs::read_to_string(&stored).expect("stored"), "one");
+        assert!(
+            !tmp.path().join("checkpoints").exists(),
+            "nothing in the spool"
+        );
+        let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        if as_root {
+            // the owner's file, made with the owner's rights
+            let nobody = skua_daemon::account::Account::lookup("nobody").expect("nobody");
+            let meta = std::fs::metadata(&stored).expect("meta");
+            assert_eq!(meta.uid(), nobody.uid);
+        }
+        // a destination not the owner's is refused, never written as root
+        let closed = tmp.path().join("closed");
+        std::fs::create_dir(&closed).expect("dir");
+        let extra = format!(
+            "CheckpointDestination = \"file://{}\";",
+            closed.join("ckpts").display()
+        );
+        let tmp2 = tempfile::tempdir().expect("tmp");
+        let (st2, job2) = running_schedd_with(tmp2.path(), &extra);
+        new_run(&st2, job2).await;
+        let sent = send(&st2, CLAIM, job2, 1, "state.txt", "one").await;
+        if as_root {
+            let e = sent.expect_err("not the owner's directory");
+            assert_eq!(e.0.code, ErrorCode::Conflict);
+            assert!(e.0.message.contains("state.txt"), "{}", e.0.message);
+            assert!(!closed.join("ckpts").exists());
+        }
+        // and a destination that is no file:// URL is refused, naming it
+        let tmp3 = tempfile::tempdir().expect("tmp");
+        let (st3, job3) =
+            running_schedd_with(tmp3.path(), "CheckpointDestination = \"s3://bucket/x\";");
+        new_run(&st3, job3).await;
+        let e = send(&st3, CLAIM, job3, 1, "state.txt", "one")
+            .await
+            .expect_err("s3");
+        assert_eq!(e.0.code, ErrorCode::Conflict);
+        assert!(e.0.message.contains("s3://bucket/x"), "{}", e.0.message);
     }
 
     async fn axum_body_bytes(resp: Response) -> Vec<u8> {
