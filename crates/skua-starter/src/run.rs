@@ -342,8 +342,8 @@ async fn run_job(
         baseline: BTreeMap::new(),
         executable: None,
         restored: Vec::new(),
-        transparent: Default::default(),
         suspend_requested: false,
+        transparent: Default::default(),
     };
     let outcome = starter.go().await;
     starter.transparent_cleanup();
@@ -558,11 +558,11 @@ struct Starter<'a> {
     executable: Option<String>,
     /// The files of the stored checkpoint the job started from.
     restored: Vec<String>,
-    /// The job's transparent checkpoint backend ([`transparent`]).
-    transparent: transparent::Transparent,
     /// The startd suspended the job between two of its processes (during
     /// a checkpoint): the next one is suspended as soon as it starts.
     suspend_requested: bool,
+    /// The job's transparent checkpoint backend ([`transparent`]).
+    transparent: transparent::Transparent,
 }
 
 /// How the job's process ended, as the starter saw it.

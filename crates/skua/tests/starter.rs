@@ -1043,6 +1043,36 @@ kill -USR1 $$"#,
     assert!(w.execute_is_empty());
 }
 
+#[test]
+fn a_checkpoint_cut_by_an_unreachable_shadow_goes_on_from_the_file_it_had_not_sent() {
+    let w = World::new(
+        "ckpt-resume",
+        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
+           TransferCheckpoint = "a, b"; JobLeaseDuration = 60"#,
+    );
+    w.script(
+        "run.sh",
+        "if [ -e a ]; then exit 0; fi\necho A > a\necho B > b\nexit 85",
+    );
+    w.rec.lock().unwrap().unavailable_once = Some("b".into());
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    let rec = w.rec.lock().unwrap();
+    let sent: Vec<&str> = rec
+        .checkpoint_files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(sent, vec!["a", "b"], "`a` is not sent again");
+    assert_eq!(rec.commits.len(), 1);
+    assert_eq!(rec.commits[0].files, vec!["a", "b"]);
+    assert_eq!(rec.commits[0].bytes, 4);
+    drop(rec);
+    assert_eq!(w.checkpointed(1, "b"), b"B\n");
+    assert!(w.execute_is_empty());
+}
+
 // ---- the transparent checkpoint backend (CRIU), with a stand-in `criu` ----
 
 /// A stand-in for `criu`: `dump` writes the job's `count` file as its
@@ -1272,36 +1302,6 @@ fn a_criu_checkpoint_on_a_slot_without_criu_fails_the_run_with_the_reason() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(w.execute_is_empty());
-}
-
-#[test]
-fn a_checkpoint_cut_by_an_unreachable_shadow_goes_on_from_the_file_it_had_not_sent() {
-    let w = World::new(
-        "ckpt-resume",
-        r#"Cmd = "run.sh"; SuccessCheckpointExitCode = 85; WantFTOnCheckpoint = true;
-           TransferCheckpoint = "a, b"; JobLeaseDuration = 60"#,
-    );
-    w.script(
-        "run.sh",
-        "if [ -e a ]; then exit 0; fi\necho A > a\necho B > b\nexit 85",
-    );
-    w.rec.lock().unwrap().unavailable_once = Some("b".into());
-    let mut child = w.start(5);
-    assert_eq!(w.wait(&mut child), 0);
-    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
-    let rec = w.rec.lock().unwrap();
-    let sent: Vec<&str> = rec
-        .checkpoint_files
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect();
-    assert_eq!(sent, vec!["a", "b"], "`a` is not sent again");
-    assert_eq!(rec.commits.len(), 1);
-    assert_eq!(rec.commits[0].files, vec!["a", "b"]);
-    assert_eq!(rec.commits[0].bytes, 4);
-    drop(rec);
-    assert_eq!(w.checkpointed(1, "b"), b"B\n");
     assert!(w.execute_is_empty());
 }
 
