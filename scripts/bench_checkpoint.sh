@@ -91,13 +91,13 @@ for mb in $SIZES; do
     : > "$work/times"
     chown -R "$USER_NAME" "$work" 2>/dev/null || true
     chmod 777 "$work"
-    # counts to RUNS + 1, one step (no sleep) between checkpoints
+    # counts to RUNS + 1, one step (no sleep) between checkpoints; its
+    # checkpoint is every file it made (counter.state, payload.done,
+    # payload.1), its output what is left at the end
     cat > "$work/job.sub" <<EOF
 executable = ckpt_counter.sh
 arguments = $((RUNS + 1)) 1 0
 checkpoint_exit_code = 85
-transfer_checkpoint_files = counter.state, payload.done, payload.1
-transfer_output_files = counter.out
 should_transfer_files = YES
 when_to_transfer_output = ON_EXIT
 environment = "COUNTER_TIMES=$work/times COUNTER_PAYLOAD_MB=$mb"
@@ -109,8 +109,16 @@ queue
 EOF
     cluster=$(cd "$work" && as_user "$SKUA" submit job.sub | sed -n 's/.*cluster \([0-9]*\)\./\1/p')
     [ -n "$cluster" ] || { echo "submit failed" >&2; exit 1; }
-    while [ -n "$("$SKUA" q "$cluster" -af ProcId | head -1)" ]; do
+    waited=0
+    while status=$("$SKUA" q "$cluster" -af JobStatus | head -1) && [ -n "$status" ]; do
+        if [ "$status" = 5 ] || [ "$waited" -ge 3000 ]; then
+            echo "the job is stuck (JobStatus $status):" >&2
+            "$SKUA" q "$cluster" -af HoldReason >&2
+            "$SKUA" q -better-analyze "$cluster.0" >&2 || true
+            exit 1
+        fi
         sleep 0.2
+        waited=$((waited + 1))
     done
     out=$(cat "$work/counter.out" 2>/dev/null || true)
     [ "$out" = "final count $((RUNS + 1))" ] || {
