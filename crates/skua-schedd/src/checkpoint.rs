@@ -312,6 +312,43 @@ pub fn prune(root: &Path, job: JobId, keep: Option<u64>) -> Result<(), Checkpoin
     Ok(())
 }
 
+/// After checkpoint `stored` is recorded: removes the older numbered
+/// checkpoints and the staging directories of numbers up to `stored`, but
+/// never a later one's staging (the job, restarted at once, may already be
+/// sending its next checkpoint). Runs beside the job: a directory another
+/// clean-up removed first is not an error.
+pub fn prune_older(root: &Path, job: JobId, stored: u64) -> Result<(), CheckpointError> {
+    let dir = job_dir(root, job);
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_at(&dir)(e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(io_at(&dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let number = name.strip_prefix(STAGING_PREFIX).unwrap_or(&name);
+        if !number
+            .parse::<u64>()
+            .is_ok_and(|n| n < stored || (n == stored && number.len() < name.len()))
+        {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        match removed {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_at(&path)(e)),
+        }
+    }
+    Ok(())
+}
+
 /// Removes every checkpoint of the job (it left the queue).
 pub fn remove_job(root: &Path, job: JobId) -> Result<(), CheckpointError> {
     let dir = job_dir(root, job);
@@ -426,7 +463,13 @@ mod tests {
         .expect("commit 2");
         // checkpoint 1 stays until the new one is recorded
         assert_eq!(read(root, 1, "state.txt"), "one");
-        prune(root, JOB, Some(2)).expect("prune");
+        // the job, restarted, already sends checkpoint 3: its staging stays
+        stage(root, 3, "state.txt", "thr");
+        prune_older(root, JOB, 2).expect("prune");
+        assert_eq!(
+            fs::read_to_string(staging_dir(root, JOB, 3).join("state.txt")).expect("staged"),
+            "thr"
+        );
         assert!(!stored_dir(root, JOB, 1).exists());
         assert_eq!(read(root, 2, "state.txt"), "two");
         assert_eq!(read(root, 2, "sub/dir/more.dat"), "more");

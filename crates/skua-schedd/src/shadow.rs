@@ -635,15 +635,20 @@ pub(crate) async fn checkpoint_commit(
         c.bytes,
         c.kind
     );
+    // The older checkpoints go once this one is recorded, beside the job
+    // rather than before the reply: removing a large file takes the disk's
+    // time, and the job waits for the reply to restart.
     let root = loc.root.clone();
-    match as_user
-        .run_async(&rights, move || checkpoint::prune(&root, job, Some(number)))
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
-        Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
-    }
+    tokio::spawn(async move {
+        match as_user
+            .run_async(&rights, move || checkpoint::prune_older(&root, job, number))
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+            Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+        }
+    });
     Ok(Json(Ack {}))
 }
 
@@ -1009,7 +1014,12 @@ mod tests {
             .await
             .expect("commit 2");
         assert_eq!(job_attr(&st, job, "NumCkpts").await, Some(2));
+        // the older checkpoint is removed beside the job, after the reply
         let dir = checkpoint::job_dir(&root, job);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while dir.join("1").exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         assert!(!dir.join("1").exists(), "the older checkpoint is removed");
         // skua evicted_files: the owner sees it and reads its files,
         // another user does not
