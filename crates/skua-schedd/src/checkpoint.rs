@@ -288,28 +288,9 @@ pub fn commit(
 /// run begins (with the job's recorded number), to drop what a cut
 /// transfer or an unrecorded commit left.
 pub fn prune(root: &Path, job: JobId, keep: Option<u64>) -> Result<(), CheckpointError> {
-    let dir = job_dir(root, job);
-    let entries = match fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_at(&dir)(e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(io_at(&dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let stale =
-            name.starts_with(STAGING_PREFIX) || name.parse::<u64>().is_ok_and(|n| Some(n) != keep);
-        if stale {
-            let path = entry.path();
-            let removed = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                fs::remove_dir_all(&path)
-            } else {
-                fs::remove_file(&path)
-            };
-            removed.map_err(io_at(&path))?;
-        }
-    }
-    Ok(())
+    remove_entries(root, job, |name| {
+        name.starts_with(STAGING_PREFIX) || name.parse::<u64>().is_ok_and(|n| Some(n) != keep)
+    })
 }
 
 /// After checkpoint `stored` is recorded: removes the older numbered
@@ -318,6 +299,19 @@ pub fn prune(root: &Path, job: JobId, keep: Option<u64>) -> Result<(), Checkpoin
 /// sending its next checkpoint). Runs beside the job: a directory another
 /// clean-up removed first is not an error.
 pub fn prune_older(root: &Path, job: JobId, stored: u64) -> Result<(), CheckpointError> {
+    remove_entries(root, job, |name| match name.strip_prefix(STAGING_PREFIX) {
+        Some(staged) => staged.parse::<u64>().is_ok_and(|n| n <= stored),
+        None => name.parse::<u64>().is_ok_and(|n| n < stored),
+    })
+}
+
+/// Removes the entries of the job's store whose names `stale` picks; one
+/// already gone is not an error.
+fn remove_entries(
+    root: &Path,
+    job: JobId,
+    stale: impl Fn(&str) -> bool,
+) -> Result<(), CheckpointError> {
     let dir = job_dir(root, job);
     let entries = match fs::read_dir(&dir) {
         Ok(e) => e,
@@ -326,12 +320,7 @@ pub fn prune_older(root: &Path, job: JobId, stored: u64) -> Result<(), Checkpoin
     };
     for entry in entries {
         let entry = entry.map_err(io_at(&dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let number = name.strip_prefix(STAGING_PREFIX).unwrap_or(&name);
-        if !number
-            .parse::<u64>()
-            .is_ok_and(|n| n < stored || (n == stored && number.len() < name.len()))
-        {
+        if !stale(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let path = entry.path();

@@ -337,14 +337,7 @@ pub(crate) async fn output_file(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Ack>, ApiError> {
-    let meta: OutputFileMeta = headers
-        .get(TRANSFER_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::bad_request(format!("the {TRANSFER_HEADER} header is missing")))
-        .and_then(|v| {
-            serde_json_from_str(v)
-                .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
-        })?;
+    let meta: OutputFileMeta = transfer_meta(&headers)?;
     if let Some(job) = meta.job_id.as_deref() {
         let current = st
             .shadows
@@ -532,14 +525,7 @@ pub(crate) async fn checkpoint_file(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Ack>, ApiError> {
-    let meta: CheckpointFileMeta = headers
-        .get(TRANSFER_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::bad_request(format!("the {TRANSFER_HEADER} header is missing")))
-        .and_then(|v| {
-            serde_json_from_str(v)
-                .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
-        })?;
+    let meta: CheckpointFileMeta = transfer_meta(&headers)?;
     let (job, job_ad) = run_of(&st, &meta.claim_id, &meta.job_id)?;
     checkpoint::check_name(&meta.name).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let refuse = |what: String| {
@@ -652,8 +638,15 @@ pub(crate) async fn checkpoint_commit(
     Ok(Json(Ack {}))
 }
 
-fn serde_json_from_str<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_str(s).map_err(|e| e.to_string())
+/// The description of an uploaded file, JSON in the [`TRANSFER_HEADER`]
+/// header of `/shadow/output_file` and `/shadow/checkpoint_file`.
+fn transfer_meta<T: serde::de::DeserializeOwned>(headers: &HeaderMap) -> Result<T, ApiError> {
+    let text = headers
+        .get(TRANSFER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| ApiError::bad_request(format!("the {TRANSFER_HEADER} header is missing")))?;
+    serde_json::from_str(text)
+        .map_err(|e| ApiError::bad_request(format!("the {TRANSFER_HEADER} header: {e}")))
 }
 
 pub(crate) async fn update(
