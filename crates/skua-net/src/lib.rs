@@ -65,7 +65,7 @@ pub use server::{
 pub use shared_port::{SharedPort, SharedPortConfig, SharedPortHandle};
 pub use stream::{
     file_response, json_array_response, open_file_response, receive_file,
-    receive_file_with_timeout, receive_into, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
+    receive_file_with_timeout, receive_into, receive_unsynced, OCTET_STREAM, RECEIVE_IDLE_TIMEOUT,
 };
 pub use tls::ClientIdentity;
 pub use token::{

@@ -198,6 +198,22 @@ async fn write_body(body: Body, tmp: &Path, dest: &Path, idle: Duration) -> Resu
 /// `dest` names the file in errors. A body that breaks off or stalls for
 /// `idle` is an error; the caller removes what was written.
 pub async fn receive_into(
+    body: Body,
+    file: &mut tokio::fs::File,
+    dest: &Path,
+    idle: Duration,
+) -> Result<u64, ApiError> {
+    let total = receive_unsynced(body, file, dest, idle).await?;
+    file.sync_all()
+        .await
+        .map_err(|e| ApiError::internal(format!("cannot sync {}: {e}", dest.display())))?;
+    Ok(total)
+}
+
+/// [`receive_into`] without the final `fsync`: for a caller that makes
+/// the file durable later itself (the checkpoint store syncs a whole
+/// checkpoint once, after its reply).
+pub async fn receive_unsynced(
     mut body: Body,
     file: &mut tokio::fs::File,
     dest: &Path,
@@ -234,9 +250,6 @@ pub async fn receive_into(
     file.flush()
         .await
         .map_err(|e| io_err("cannot write", tmp, e))?;
-    file.sync_all()
-        .await
-        .map_err(|e| io_err("cannot sync", tmp, e))?;
     Ok(total)
 }
 

@@ -42,9 +42,9 @@ pub use schedd::{
 };
 pub use shadow::{
     BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, CheckpointKind, EntryKind,
-    InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage, OutputFileMeta, RunOutcome,
-    ShadowBegin, StarterGone, UpdateKind, CRIU_IMAGE_DIR, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
-    STDOUT_NAME, TRANSFER_HEADER,
+    InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage, LocalSource, OutputFileMeta,
+    RunOutcome, ShadowBegin, StarterGone, UpdateKind, CRIU_IMAGE_DIR, EXECUTE_REPORT_DELAY_MS,
+    STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,

@@ -127,6 +127,29 @@ pub struct CheckpointFileMeta {
     /// Unix permission bits.
     #[serde(default)]
     pub mode: u32,
+    /// Set when the starter and the shadow share the host (the starter
+    /// reaches the shadow over loopback or a Unix socket): the file is not
+    /// in the body (which is empty) but at this place, and the shadow
+    /// copies it in the kernel, as `cp` does. A shadow that cannot (the
+    /// request did not come over loopback, the file is not the one named)
+    /// refuses with `BadRequest`, and the starter sends the bytes instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalSource>,
+}
+
+/// A file on the host both sides share, named so that the reader can
+/// check it opened the very file the sender meant (not one put there
+/// since): its absolute path, device and inode numbers, and length.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalSource {
+    /// The absolute path.
+    pub path: String,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// The bytes to copy (`st_size`).
+    pub len: u64,
 }
 
 /// Why a checkpoint was taken.

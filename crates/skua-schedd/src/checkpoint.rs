@@ -261,10 +261,32 @@ pub fn commit(
         // a checkpoint of no files is a real (empty) checkpoint
         fs::create_dir_all(&staging).map_err(io_at(&staging))?;
     }
+    check_staged(root, job, number, files)?;
+    sync_tree(&staging)?;
+    if target.exists() {
+        // left by a run whose commit was never recorded: replaced
+        fs::remove_dir_all(&target).map_err(io_at(&target))?;
+    }
+    fs::rename(&staging, &target).map_err(io_at(&target))?;
+    fsync_dir(&job_dir(root, job))
+}
+
+/// Checks that every file of `files` was received for checkpoint
+/// `number` (its staging area holds each as a regular file), or that the
+/// checkpoint is stored already. Cheap: no data is read or synced.
+pub fn check_staged(
+    root: &Path,
+    job: JobId,
+    number: u64,
+    files: &[String],
+) -> Result<(), CheckpointError> {
+    let staging = staging_dir(root, job, number);
+    if !staging.exists() && stored_dir(root, job, number).is_dir() {
+        return Ok(());
+    }
     for name in files {
         let rel = check_name(name)?;
-        let path = staging.join(&rel);
-        match fs::symlink_metadata(&path) {
+        match fs::symlink_metadata(staging.join(&rel)) {
             Ok(m) if m.is_file() => {}
             _ => {
                 return Err(CheckpointError::Missing {
@@ -274,13 +296,7 @@ pub fn commit(
             }
         }
     }
-    sync_tree(&staging)?;
-    if target.exists() {
-        // left by a run whose commit was never recorded: replaced
-        fs::remove_dir_all(&target).map_err(io_at(&target))?;
-    }
-    fs::rename(&staging, &target).map_err(io_at(&target))?;
-    fsync_dir(&job_dir(root, job))
+    Ok(())
 }
 
 /// After checkpoint `keep` is recorded: removes every other numbered

@@ -28,6 +28,7 @@ mod claim;
 pub mod daemon;
 mod evicted;
 mod lease;
+mod local_copy;
 mod negotiator;
 mod runs;
 pub mod sandbox;

@@ -180,7 +180,19 @@ pub(crate) struct Shadows {
     /// The runs whose exit was recorded lately (claim id, job): a starter
     /// that repeats an exit (its acknowledgement lost) is answered again.
     finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
+    /// Per job with a checkpoint being made durable after its reply: the
+    /// lane its commits, and the begin of its next run, go through one at
+    /// a time (see [`CommitLane`]).
+    commit_lanes: Mutex<HashMap<JobId, CommitLane>>,
 }
+
+/// A job's checkpoint lane: a background commit holds it until the
+/// checkpoint is durable and recorded; the next commit of the job, a file
+/// of its next checkpoint, and the begin of its next run wait for it. It
+/// holds the reason a background commit failed, until the run is told
+/// (the next checkpoint of the run is refused with it, so the job is held
+/// as for any checkpoint the store cannot take).
+pub(crate) type CommitLane = std::sync::Arc<tokio::sync::Mutex<Option<String>>>;
 
 /// How many finished runs [`Shadows`] remembers.
 const FINISHED_KEPT: usize = 4096;
@@ -205,6 +217,24 @@ impl Shadows {
             reconnect_ceiling: Duration::from_secs(300),
             checkpoint_root: None,
             finished: Mutex::new(std::collections::VecDeque::new()),
+            commit_lanes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `job`'s checkpoint lane (made on first use).
+    pub(crate) fn commit_lane(&self, job: JobId) -> CommitLane {
+        let mut lanes = self.commit_lanes.lock().unwrap_or_else(|e| e.into_inner());
+        lanes.entry(job).or_default().clone()
+    }
+
+    /// Forgets `job`'s lane once nobody but the caller (holding `lane`)
+    /// uses it and it holds no failure, so the map stays as small as the
+    /// number of jobs checkpointing at once.
+    pub(crate) fn release_commit_lane(&self, job: JobId, lane: &CommitLane, failed: bool) {
+        let mut lanes = self.commit_lanes.lock().unwrap_or_else(|e| e.into_inner());
+        // the map's handle and the caller's
+        if !failed && std::sync::Arc::strong_count(lane) <= 2 {
+            lanes.remove(&job);
         }
     }
 

@@ -10,16 +10,17 @@ use std::path::Path;
 
 use classad::ClassAd;
 use skua_daemon::account::Rights;
-use skua_net::{ApiError, Body, HeaderMap, Json, Response, State};
+use skua_net::{ApiError, Body, Caller, HeaderMap, Json, Response, State};
 use skua_proto::{
     Ack, BeginReply, CheckpointCommit, CheckpointFileMeta, CheckpointInfo, InputFileRequest,
     JobExit, JobUpdate, OutputFileMeta, RunOutcome, ShadowBegin, StarterGone, UpdateKind,
     TRANSFER_HEADER,
 };
-use skua_queue::{ExitInfo, RunEnd, Rusage};
+use skua_queue::{ExitInfo, JobId, RunEnd, Rusage};
 
 use crate::checkpoint;
 use crate::claim::ClaimQueue as _;
+use crate::local_copy;
 use crate::runs::{RunResult, ShadowFailure};
 use crate::sandbox::{self, InputPlan};
 use crate::shared::{with_schedd, Shared};
@@ -154,8 +155,25 @@ async fn add_checkpoint(
         let run = runs.get(&req.claim_id).ok_or_else(unknown_claim)?;
         (run.job, run.job_ad.clone())
     };
-    // (the run's ad is the queue's at the run's start)
-    let number = checkpoint_number(&job_ad);
+    // A checkpoint of the job's last run may still be being made
+    // durable: wait for it, then take the number the queue records now
+    // (the run's ad is the queue's at the run's start, which may be older).
+    let lane = st.shadows.commit_lane(job);
+    let mut held = lane.lock().await;
+    // a failure of the last run's commit was that run's: this run starts
+    // from the checkpoint recorded
+    let failed = held.take().is_some();
+    drop(held);
+    st.shadows.release_commit_lane(job, &lane, false);
+    drop(lane);
+    if failed {
+        tracing::info!("job {job}: begins from its recorded checkpoint");
+    }
+    let recorded = with_schedd(st, move |s| {
+        Ok(s.job_ad(job).as_ref().map(checkpoint_number))
+    })
+    .await?;
+    let number = recorded.unwrap_or_else(|| checkpoint_number(&job_ad));
     let Some(spool) = st.shadows.checkpoint_root.as_deref() else {
         return Ok(number.map(|number| CheckpointInfo {
             number,
@@ -522,6 +540,7 @@ async fn upload_started(st: &Shared, claim_id: &str, job: skua_queue::JobId, num
 /// store cannot take is refused with `Conflict`, naming it.
 pub(crate) async fn checkpoint_file(
     State(st): State<Shared>,
+    caller: Caller,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Ack>, ApiError> {
@@ -534,7 +553,15 @@ pub(crate) async fn checkpoint_file(
             meta.name, meta.number
         ))
     };
+    earlier_commit_failure(&st, job).await.map_err(refuse)?;
     let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+    // A file named on this host is opened first, with the owner's rights
+    // (as the starter read it): one that is not the file named is
+    // refused before anything is staged, and the starter sends the bytes.
+    let local = match &meta.local {
+        None => None,
+        Some(src) => Some(open_local(&st, &caller, &job_ad, src).await?),
+    };
     upload_started(&st, &meta.claim_id, job, meta.number).await;
     let as_user = st.shadows.as_user.clone();
     let (root, number, name) = (loc.root.clone(), meta.number, meta.name.clone());
@@ -545,10 +572,23 @@ pub(crate) async fn checkpoint_file(
         .await
         .map_err(|e| refuse(e.to_string()))?
         .map_err(|e| refuse(e.to_string()))?;
-    let mut file = tokio::fs::File::from_std(file);
-    let received =
-        skua_net::receive_into(body, &mut file, &path, skua_net::RECEIVE_IDLE_TIMEOUT).await;
-    drop(file);
+    // not synced here: the commit makes the whole checkpoint durable
+    let received = match local {
+        Some((mut from, len)) => {
+            let mut to = file;
+            let p = path.clone();
+            tokio::task::spawn_blocking(move || {
+                local_copy::copy(&mut from, &mut to, len)
+                    .map_err(|e| ApiError::internal(format!("cannot write {}: {e}", p.display())))
+            })
+            .await
+            .unwrap_or_else(|e| Err(ApiError::internal(format!("copying {}: {e}", meta.name))))
+        }
+        None => {
+            let mut file = tokio::fs::File::from_std(file);
+            skua_net::receive_unsynced(body, &mut file, &path, skua_net::RECEIVE_IDLE_TIMEOUT).await
+        }
+    };
     let result = match received {
         // a write that failed on this side is the store's failure
         Err(e) if e.0.code == skua_proto::ErrorCode::Internal => Err(refuse(e.0.message)),
@@ -580,62 +620,188 @@ pub(crate) async fn checkpoint_commit(
     Json(c): Json<CheckpointCommit>,
 ) -> Result<Json<Ack>, ApiError> {
     let (job, job_ad) = run_of(&st, &c.claim_id, &c.job_id)?;
-    let recorded = with_schedd(&st, move |s| {
-        Ok(s.job_ad(job).as_ref().and_then(checkpoint_number))
-    })
-    .await?;
-    if recorded.is_some_and(|r| r >= c.number) {
-        tracing::info!(
-            "job {job}: checkpoint {} is recorded already: acknowledged again",
-            c.number
-        );
-        return Ok(Json(Ack {}));
-    }
     let refuse = |what: String| {
         ApiError::conflict(format!(
             "cannot store checkpoint {} of job {job}: {what}",
             c.number
         ))
     };
-    let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
-    let as_user = st.shadows.as_user.clone();
-    let (root, number, files) = (loc.root.clone(), c.number, c.files.clone());
-    as_user
-        .run_async(&rights, move || {
-            checkpoint::commit(&root, job, number, &files)
+    // one commit of the job at a time: an earlier one still being made
+    // durable is waited for (and its failure, if any, refuses this one)
+    let lane = st.shadows.commit_lane(job);
+    let mut held = lane.clone().lock_owned().await;
+    if let Some(reason) = held.take() {
+        drop(held);
+        st.shadows.release_commit_lane(job, &lane, false);
+        return Err(refuse(reason));
+    }
+    let checked = async {
+        let recorded = with_schedd(&st, move |s| {
+            Ok(s.job_ad(job).as_ref().and_then(checkpoint_number))
         })
-        .await
-        .map_err(|e| refuse(e.to_string()))?
-        .map_err(|e| refuse(e.to_string()))?;
+        .await?;
+        if recorded.is_some_and(|r| r >= c.number) {
+            tracing::info!(
+                "job {job}: checkpoint {} is recorded already: acknowledged again",
+                c.number
+            );
+            return Ok(None);
+        }
+        let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
+        let (root, number, files) = (loc.root.clone(), c.number, c.files.clone());
+        // Every file is here: the reply goes now, and the job restarts
+        // while its checkpoint is made durable (synced, renamed into
+        // place, then recorded) beside it. Until then the previous
+        // checkpoint stays the job's, whole: a crash in between loses
+        // only this one.
+        st.shadows
+            .as_user
+            .run_async(&rights, move || {
+                checkpoint::check_staged(&root, job, number, &files)
+            })
+            .await
+            .map_err(|e| refuse(e.to_string()))?
+            .map_err(|e| refuse(e.to_string()))?;
+        Ok(Some((loc, rights)))
+    }
+    .await;
+    let (loc, rights) = match checked {
+        Ok(Some(store)) => store,
+        other => {
+            drop(held);
+            st.shadows.release_commit_lane(job, &lane, false);
+            return other.map(|_| Json(Ack {}));
+        }
+    };
     // (a checkpoint of no files has its start logged now)
-    upload_started(&st, &c.claim_id, job, number).await;
+    upload_started(&st, &c.claim_id, job, c.number).await;
+    let restarts = c.kind == skua_proto::CheckpointKind::Exit;
+    let number = c.number;
+    let st2 = st.clone();
+    let durable = tokio::spawn(async move {
+        let outcome = make_durable(&st2, &c, job, loc.root, rights).await;
+        let failed = match &outcome {
+            Err(reason) if restarts => {
+                let reason = format!("checkpoint {} was not stored: {reason}", c.number);
+                tracing::error!("job {job}: {reason}");
+                *held = Some(reason);
+                true
+            }
+            _ => false,
+        };
+        drop(held);
+        st2.shadows.release_commit_lane(job, &lane, failed);
+        outcome
+    });
+    if restarts {
+        return Ok(Json(Ack {}));
+    }
+    // A checkpoint taken as the run ends (eviction, a transparent dump)
+    // has no restart waiting on it: it is durable and recorded before the
+    // reply, so the run's end finds it.
+    let refuse = |what: String| {
+        ApiError::conflict(format!(
+            "cannot store checkpoint {number} of job {job}: {what}"
+        ))
+    };
+    match durable.await {
+        Ok(Ok(())) => Ok(Json(Ack {})),
+        Ok(Err(reason)) => Err(refuse(reason)),
+        Err(e) => Err(refuse(e.to_string())),
+    }
+}
+
+/// The part of a commit after its reply: the staged checkpoint synced and
+/// renamed into place, recorded in the job ad, then the older ones
+/// removed. The error names what failed.
+async fn make_durable(
+    st: &Shared,
+    c: &CheckpointCommit,
+    job: JobId,
+    root: std::path::PathBuf,
+    rights: Rights,
+) -> Result<(), String> {
+    let as_user = st.shadows.as_user.clone();
+    let (r, number, files) = (root.clone(), c.number, c.files.clone());
+    as_user
+        .run_async(&rights, move || checkpoint::commit(&r, job, number, &files))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     let now = st.clock.now_secs();
     let backend = c.backend.clone();
-    with_schedd(&st, move |s| {
+    let recorded = with_schedd(st, move |s| {
         s.checkpoint_stored(job, number, backend.as_deref(), now)
     })
-    .await?;
+    .await;
+    if let Err(e) = recorded {
+        let gone = with_schedd(st, move |s| Ok(s.job_ad(job).is_none()))
+            .await
+            .unwrap_or(false);
+        if gone {
+            // the job left the queue meanwhile: its store goes with it
+            let r = root.clone();
+            let _ = as_user
+                .run_async(&rights, move || checkpoint::remove_job(&r, job))
+                .await;
+        }
+        // (otherwise the unrecorded number is swept at the next begin)
+        return Err(format!("recording it: {}", e.0.message));
+    }
     tracing::info!(
         "job {job}: checkpoint {number} stored ({} file(s), {} bytes, {:?})",
         c.files.len(),
         c.bytes,
         c.kind
     );
-    // The older checkpoints go once this one is recorded, beside the job
-    // rather than before the reply: removing a large file takes the disk's
-    // time, and the job waits for the reply to restart.
-    let root = loc.root.clone();
-    tokio::spawn(async move {
-        match as_user
-            .run_async(&rights, move || checkpoint::prune_older(&root, job, number))
-            .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
-            Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
-        }
-    });
-    Ok(Json(Ack {}))
+    // the older checkpoints go once this one is recorded
+    match as_user
+        .run_async(&rights, move || checkpoint::prune_older(&root, job, number))
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+        Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
+    }
+    Ok(())
+}
+
+/// Waits for a commit of `job` still being made durable; the reason it
+/// failed, if it did (told once: the run's next checkpoint is refused).
+async fn earlier_commit_failure(st: &Shared, job: JobId) -> Result<(), String> {
+    let lane = st.shadows.commit_lane(job);
+    let mut held = lane.lock().await;
+    let failure = held.take();
+    drop(held);
+    st.shadows.release_commit_lane(job, &lane, false);
+    failure.map_or(Ok(()), Err)
+}
+
+/// Opens the file a starter on this host names instead of sending it
+/// ([`LocalSource`]), with the job owner's rights, and checks it is the
+/// one named. Refused (`BadRequest`: the starter sends the bytes instead)
+/// unless the starter called over loopback or the Unix socket.
+async fn open_local(
+    st: &Shared,
+    caller: &Caller,
+    job_ad: &ClassAd,
+    src: &skua_proto::LocalSource,
+) -> Result<(std::fs::File, u64), ApiError> {
+    if caller.peer_ip.is_some_and(|ip| !ip.is_loopback()) {
+        return Err(ApiError::bad_request(
+            "a file is named instead of sent only on the shadow's own host",
+        ));
+    }
+    let rights = owner_rights(st, job_ad).map_err(ApiError::bad_request)?;
+    let s = src.clone();
+    let opened = st
+        .shadows
+        .as_user
+        .run_async(&rights, move || local_copy::open_source(&s))
+        .await
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let file = opened.map_err(|e| ApiError::bad_request(format!("local copy: {e}")))?;
+    Ok((file, src.len))
 }
 
 /// The description of an uploaded file, JSON in the [`TRANSFER_HEADER`]
@@ -716,6 +882,14 @@ pub(crate) async fn exit(
         // recorded already; its acknowledgement was lost
         tracing::info!("a repeated exit report under a finished run: acknowledged again");
         return Ok(Json(Ack {}));
+    }
+    // a checkpoint of this run still being made durable is recorded
+    // before the run's end (the end's events and accounting count it)
+    let running = st.shadows.runs().get(&x.claim_id).map(|r| r.job);
+    if let Some(job) = running {
+        let lane = st.shadows.commit_lane(job);
+        drop(lane.lock().await);
+        st.shadows.release_commit_lane(job, &lane, false);
     }
     let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();
@@ -910,6 +1084,21 @@ mod tests {
         );
     }
 
+    /// The starter, calling over the Unix socket (`peer_ip` None) or from
+    /// another host.
+    fn starter_caller(peer_ip: Option<std::net::IpAddr>) -> Caller {
+        Caller {
+            identity: skua_net::Identity {
+                user: "root".into(),
+                domain: "pool".into(),
+                method: skua_proto::AuthMethod::Token,
+            },
+            levels: vec![skua_net::AuthLevel::Daemon],
+            peer_ip,
+            credential_id: None,
+        }
+    }
+
     async fn send(
         st: &Shared,
         claim: &str,
@@ -924,7 +1113,17 @@ mod tests {
             number,
             name: name.into(),
             mode: 0o640,
+            local: None,
         };
+        send_meta(st, meta, None, data).await
+    }
+
+    async fn send_meta(
+        st: &Shared,
+        meta: CheckpointFileMeta,
+        peer_ip: Option<std::net::IpAddr>,
+        data: &'static str,
+    ) -> Result<Json<Ack>, ApiError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             TRANSFER_HEADER,
@@ -933,7 +1132,20 @@ mod tests {
                 .parse()
                 .expect("header"),
         );
-        checkpoint_file(State(st.clone()), headers, Body::from(data)).await
+        checkpoint_file(
+            State(st.clone()),
+            starter_caller(peer_ip),
+            headers,
+            Body::from(data),
+        )
+        .await
+    }
+
+    /// Waits until the checkpoints of `job` committed so far are durable
+    /// and recorded (or failed).
+    async fn settled(st: &Shared, job: JobId) {
+        let lane = st.shadows.commit_lane(job);
+        let _held = lane.lock().await;
     }
 
     async fn commit(
@@ -952,7 +1164,10 @@ mod tests {
             backend: None,
             usage: JobUsage::default(),
         };
-        checkpoint_commit(State(st.clone()), Json(c)).await
+        let reply = checkpoint_commit(State(st.clone()), Json(c)).await;
+        // made durable and recorded after the reply
+        settled(st, job).await;
+        reply
     }
 
     async fn job_attr(st: &Shared, job: JobId, name: &'static str) -> Option<i64> {
@@ -1146,6 +1361,93 @@ mod tests {
             .expect("begin");
         assert!(reply.inputs.is_empty());
         assert_eq!(reply.checkpoint.map(|c| c.number), Some(2));
+    }
+
+    #[tokio::test]
+    async fn a_file_named_on_this_host_is_copied_and_another_file_or_host_refused() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let (st, job) = running_schedd(tmp.path());
+        new_run(&st, job).await;
+        // the job's file in its sandbox, readable by its owner (nobody)
+        let sandbox = tmp.path().join("sandbox");
+        std::fs::create_dir(&sandbox).expect("dir");
+        std::fs::set_permissions(&sandbox, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let file = sandbox.join("state.bin");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&file, &data).expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("mode");
+        let m = std::fs::metadata(&file).expect("stat");
+        let src = skua_proto::LocalSource {
+            path: file.to_string_lossy().into_owned(),
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+        };
+        let meta = |local| CheckpointFileMeta {
+            claim_id: CLAIM.into(),
+            job_id: job.to_string(),
+            number: 1,
+            name: "state.bin".into(),
+            mode: 0o600,
+            local,
+        };
+        // from another host: refused as BadRequest (the starter then sends
+        // the bytes), nothing staged
+        let far = Some(std::net::IpAddr::from([10, 0, 0, 7]));
+        let e = send_meta(&st, meta(Some(src.clone())), far, "")
+            .await
+            .expect_err("another host");
+        assert_eq!(e.0.code, ErrorCode::BadRequest, "{}", e.0.message);
+        // a file that is not the one named (its length differs): refused
+        let wrong = skua_proto::LocalSource {
+            len: src.len + 1,
+            ..src.clone()
+        };
+        let e = send_meta(&st, meta(Some(wrong)), None, "")
+            .await
+            .expect_err("not the file named");
+        assert_eq!(e.0.code, ErrorCode::BadRequest, "{}", e.0.message);
+        // on this host (loopback too): copied whole
+        let lo = Some(std::net::IpAddr::from([127, 0, 0, 1]));
+        send_meta(&st, meta(Some(src)), lo, "")
+            .await
+            .expect("copied on this host");
+        commit(&st, job, 1, &["state.bin"]).await.expect("commit");
+        let root = tmp.path().join("checkpoints");
+        let stored = checkpoint::stored_dir(&root, job, 1).join("state.bin");
+        assert_eq!(std::fs::read(&stored).expect("stored"), data);
+        assert_eq!(job_attr(&st, job, "CheckpointNumber").await, Some(1));
+    }
+
+    #[tokio::test]
+    async fn a_commit_that_fails_after_its_reply_refuses_the_runs_next_checkpoint() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (st, job) = running_schedd(tmp.path());
+        let root = tmp.path().join("checkpoints");
+        new_run(&st, job).await;
+        send(&st, CLAIM, job, 1, "state.txt", "one")
+            .await
+            .expect("file");
+        // something in the way of checkpoint 1's place: the rename fails
+        // once every file is received and the reply has gone
+        std::fs::write(checkpoint::stored_dir(&root, job, 1), "in the way").expect("write");
+        commit(&st, job, 1, &["state.txt"])
+            .await
+            .expect("acknowledged: every file was received");
+        assert_eq!(job_attr(&st, job, "CheckpointNumber").await, None);
+        // the run's next checkpoint is refused with the reason: the
+        // starter holds the job (FailedToCheckpoint)
+        let e = send(&st, CLAIM, job, 2, "state.txt", "two")
+            .await
+            .expect_err("the failure is told");
+        assert_eq!(e.0.code, ErrorCode::Conflict);
+        assert!(e.0.message.contains("checkpoint 1"), "{}", e.0.message);
+        // told once
+        send(&st, CLAIM, job, 2, "state.txt", "two")
+            .await
+            .expect("the next try is taken");
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@ use skua_daemon::account::{AsUser, Rights};
 use skua_net::Client;
 use skua_proto::{
     routes, Ack, CheckpointCommit, CheckpointFileMeta, CheckpointKind, ErrorCode, JobUsage,
-    TRANSFER_HEADER,
+    LocalSource, TRANSFER_HEADER,
 };
 
 /// HTCondor's HoldReasonCode FailedToCheckpoint.
@@ -146,8 +146,11 @@ pub async fn send(
     ckpt: &Checkpoint,
     progress: &mut Progress,
 ) -> Result<u64, TransferError> {
+    // on the shadow's own host the files are named, not sent, until the
+    // shadow declines
+    let mut local = same_host(&t.client);
     for name in ckpt.files.iter().skip(progress.files) {
-        progress.bytes += send_file(t, ckpt.number, name).await?;
+        progress.bytes += send_file(t, ckpt.number, name, &mut local).await?;
         progress.files += 1;
     }
     let bytes = progress.bytes;
@@ -175,7 +178,33 @@ pub async fn send(
     Ok(bytes)
 }
 
-async fn send_file(t: &Transfer, number: u64, name: &str) -> Result<u64, TransferError> {
+/// Whether the shadow is on this host (reached over loopback or a Unix
+/// socket), so a checkpoint file can be named rather than sent.
+fn same_host(client: &Client) -> bool {
+    match client.endpoint() {
+        skua_net::Endpoint::Unix(_) => true,
+        skua_net::Endpoint::Tcp(addr) | skua_net::Endpoint::Tls(addr, _) => addr.ip().is_loopback(),
+    }
+}
+
+/// Names the open `file` at `path` to a shadow on this host: its
+/// [`LocalSource`]. `None` when the file cannot be named that way.
+fn local_source(path: &std::path::Path, meta: &std::fs::Metadata) -> Option<LocalSource> {
+    let path = std::path::absolute(path).ok()?;
+    Some(LocalSource {
+        path: path.to_str()?.to_string(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.len(),
+    })
+}
+
+async fn send_file(
+    t: &Transfer,
+    number: u64,
+    name: &str,
+    local: &mut bool,
+) -> Result<u64, TransferError> {
     let path = t.scratch.join(name);
     // with the job's rights: a link to a file it may not read sends nothing
     let p = path.clone();
@@ -205,13 +234,46 @@ async fn send_file(t: &Transfer, number: u64, name: &str) -> Result<u64, Transfe
             subcode: e.raw_os_error().map(i64::from).unwrap_or(0),
         })
     })?;
-    let header = CheckpointFileMeta {
+    let mut header = CheckpointFileMeta {
         claim_id: t.claim_id.clone(),
         job_id: t.job_id.clone(),
         number,
         name: name.to_string(),
         mode: meta.mode() & 0o777,
+        local: None,
     };
+    if *local {
+        if let Some(src) = local_source(&path, &meta) {
+            header.local = Some(src);
+            let text = serde_json::to_string(&header)
+                .map_err(|e| TransferError::Final(CheckpointError::Failed(e.to_string())))?;
+            let named = t
+                .client
+                .upload::<Ack>(
+                    &routes::SHADOW_CHECKPOINT_FILE,
+                    (TRANSFER_HEADER, text),
+                    tokio::io::empty(),
+                    0,
+                )
+                .await;
+            match named {
+                Ok(_) => {
+                    tracing::debug!(file = %name, number, bytes = meta.len(), "checkpoint file copied on this host");
+                    return Ok(meta.len());
+                }
+                Err(e) if e.remote().is_some_and(|b| b.code == ErrorCode::BadRequest) => {
+                    tracing::info!(
+                        "the shadow copies no file on this host ({e}): sending the bytes"
+                    );
+                    *local = false;
+                    header.local = None;
+                }
+                Err(e) => {
+                    return Err(classify(&format!("sending checkpoint file {name}"), e));
+                }
+            }
+        }
+    }
     let header = serde_json::to_string(&header)
         .map_err(|e| TransferError::Final(CheckpointError::Failed(e.to_string())))?;
     t.client
