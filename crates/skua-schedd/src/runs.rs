@@ -180,19 +180,27 @@ pub(crate) struct Shadows {
     /// The runs whose exit was recorded lately (claim id, job): a starter
     /// that repeats an exit (its acknowledgement lost) is answered again.
     finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
-    /// Per job with a checkpoint being made durable after its reply: the
-    /// lane its commits, and the begin of its next run, go through one at
-    /// a time (see [`CommitLane`]).
+    /// Per job with checkpoints being made durable after their replies:
+    /// their order and outcome (see [`CommitLane`]).
     commit_lanes: Mutex<HashMap<JobId, CommitLane>>,
 }
 
-/// A job's checkpoint lane: a background commit holds it until the
-/// checkpoint is durable and recorded; the next commit of the job, a file
-/// of its next checkpoint, and the begin of its next run wait for it. It
-/// holds the reason a background commit failed, until the run is told
-/// (the next checkpoint of the run is refused with it, so the job is held
-/// as for any checkpoint the store cannot take).
-pub(crate) type CommitLane = std::sync::Arc<tokio::sync::Mutex<Option<String>>>;
+/// A job's checkpoint lane. Each commit answered before its checkpoint
+/// is durable takes a ticket (in the order the commits came); its
+/// durable step (sync, rename, record) runs after the previous ticket's.
+/// Whatever needs the job's checkpoints settled (the begin of its next
+/// run, the run's end) waits for every ticket taken so far. A failed
+/// durable step leaves its reason here until the run is told (its next
+/// checkpoint is refused with it, so the job is held as for any
+/// checkpoint the store cannot take).
+pub(crate) struct CommitLane {
+    /// Tickets taken.
+    scheduled: u64,
+    /// The last ticket done.
+    done: tokio::sync::watch::Sender<u64>,
+    /// Why a durable step failed, until told.
+    failure: Option<String>,
+}
 
 /// How many finished runs [`Shadows`] remembers.
 const FINISHED_KEPT: usize = 4096;
@@ -221,21 +229,64 @@ impl Shadows {
         }
     }
 
-    /// `job`'s checkpoint lane (made on first use).
-    pub(crate) fn commit_lane(&self, job: JobId) -> CommitLane {
-        let mut lanes = self.commit_lanes.lock().unwrap_or_else(|e| e.into_inner());
-        lanes.entry(job).or_default().clone()
+    fn lanes(&self) -> MutexGuard<'_, HashMap<JobId, CommitLane>> {
+        self.commit_lanes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Forgets `job`'s lane once nobody but the caller (holding `lane`)
-    /// uses it and it holds no failure, so the map stays as small as the
-    /// number of jobs checkpointing at once.
-    pub(crate) fn release_commit_lane(&self, job: JobId, lane: &CommitLane, failed: bool) {
-        let mut lanes = self.commit_lanes.lock().unwrap_or_else(|e| e.into_inner());
-        // the map's handle and the caller's
-        if !failed && std::sync::Arc::strong_count(lane) <= 2 {
+    /// Takes the next ticket of `job`'s checkpoint lane: waiting on the
+    /// receiver until it shows `ticket - 1` is the turn of this ticket's
+    /// durable step, which ends with [`Shadows::lane_done`].
+    pub(crate) fn lane_ticket(&self, job: JobId) -> (u64, tokio::sync::watch::Receiver<u64>) {
+        let mut lanes = self.lanes();
+        let lane = lanes.entry(job).or_insert_with(|| CommitLane {
+            scheduled: 0,
+            done: tokio::sync::watch::Sender::new(0),
+            failure: None,
+        });
+        lane.scheduled += 1;
+        (lane.scheduled, lane.done.subscribe())
+    }
+
+    /// Ticket `ticket` of `job`'s lane is done, failed for `failure` if
+    /// given. The lane is forgotten once nothing is pending or to tell.
+    pub(crate) fn lane_done(&self, job: JobId, ticket: u64, failure: Option<String>) {
+        let mut lanes = self.lanes();
+        let Some(lane) = lanes.get_mut(&job) else {
+            return;
+        };
+        if failure.is_some() {
+            lane.failure = failure;
+        }
+        lane.done.send_replace(ticket);
+        if lane.scheduled == ticket && lane.failure.is_none() {
             lanes.remove(&job);
         }
+    }
+
+    /// Why a durable step of `job`'s checkpoints failed, if one did since
+    /// the last call (told once).
+    pub(crate) fn lane_failure(&self, job: JobId) -> Option<String> {
+        let mut lanes = self.lanes();
+        let lane = lanes.get_mut(&job)?;
+        let failure = lane.failure.take();
+        if lane.scheduled == *lane.done.borrow() {
+            lanes.remove(&job);
+        }
+        failure
+    }
+
+    /// Waits until every checkpoint of `job` committed so far is durable
+    /// and recorded, or failed.
+    pub(crate) async fn lane_settled(&self, job: JobId) {
+        let (target, mut rx) = {
+            let lanes = self.lanes();
+            let Some(lane) = lanes.get(&job) else {
+                return;
+            };
+            (lane.scheduled, lane.done.subscribe())
+        };
+        // a lane forgotten meanwhile was done
+        let _ = rx.wait_for(|d| *d >= target).await;
     }
 
     /// Remembers that the exit of `job`'s run under `claim_id` was

@@ -158,15 +158,10 @@ async fn add_checkpoint(
     // A checkpoint of the job's last run may still be being made
     // durable: wait for it, then take the number the queue records now
     // (the run's ad is the queue's at the run's start, which may be older).
-    let lane = st.shadows.commit_lane(job);
-    let mut held = lane.lock().await;
+    st.shadows.lane_settled(job).await;
     // a failure of the last run's commit was that run's: this run starts
     // from the checkpoint recorded
-    let failed = held.take().is_some();
-    drop(held);
-    st.shadows.release_commit_lane(job, &lane, false);
-    drop(lane);
-    if failed {
+    if st.shadows.lane_failure(job).is_some() {
         tracing::info!("job {job}: begins from its recorded checkpoint");
     }
     let recorded = with_schedd(st, move |s| {
@@ -553,7 +548,10 @@ pub(crate) async fn checkpoint_file(
             meta.name, meta.number
         ))
     };
-    earlier_commit_failure(&st, job).await.map_err(refuse)?;
+    // a checkpoint of this run whose durable step failed: told now
+    if let Some(reason) = st.shadows.lane_failure(job) {
+        return Err(refuse(reason));
+    }
     let (loc, rights) = checkpoint_store(&st, &job_ad).map_err(refuse)?;
     // A file named on this host is opened first, with the owner's rights
     // (as the starter read it): one that is not the file named is
@@ -626,13 +624,8 @@ pub(crate) async fn checkpoint_commit(
             c.number
         ))
     };
-    // one commit of the job at a time: an earlier one still being made
-    // durable is waited for (and its failure, if any, refuses this one)
-    let lane = st.shadows.commit_lane(job);
-    let mut held = lane.clone().lock_owned().await;
-    if let Some(reason) = held.take() {
-        drop(held);
-        st.shadows.release_commit_lane(job, &lane, false);
+    // an earlier checkpoint of the run whose durable step failed
+    if let Some(reason) = st.shadows.lane_failure(job) {
         return Err(refuse(reason));
     }
     let checked = async {
@@ -667,30 +660,27 @@ pub(crate) async fn checkpoint_commit(
     .await;
     let (loc, rights) = match checked {
         Ok(Some(store)) => store,
-        other => {
-            drop(held);
-            st.shadows.release_commit_lane(job, &lane, false);
-            return other.map(|_| Json(Ack {}));
-        }
+        other => return other.map(|_| Json(Ack {})),
     };
     // (a checkpoint of no files has its start logged now)
     upload_started(&st, &c.claim_id, job, c.number).await;
     let restarts = c.kind == skua_proto::CheckpointKind::Exit;
     let number = c.number;
+    // the durable step runs after those of the job's earlier commits
+    let (ticket, mut turn) = st.shadows.lane_ticket(job);
     let st2 = st.clone();
     let durable = tokio::spawn(async move {
+        let _ = turn.wait_for(|d| *d + 1 >= ticket).await;
         let outcome = make_durable(&st2, &c, job, loc.root, rights).await;
-        let failed = match &outcome {
+        let failure = match &outcome {
             Err(reason) if restarts => {
                 let reason = format!("checkpoint {} was not stored: {reason}", c.number);
                 tracing::error!("job {job}: {reason}");
-                *held = Some(reason);
-                true
+                Some(reason)
             }
-            _ => false,
+            _ => None,
         };
-        drop(held);
-        st2.shadows.release_commit_lane(job, &lane, failed);
+        st2.shadows.lane_done(job, ticket, failure);
         outcome
     });
     if restarts {
@@ -764,17 +754,6 @@ async fn make_durable(
         Err(e) => tracing::warn!("job {job}: removing its older checkpoints: {e}"),
     }
     Ok(())
-}
-
-/// Waits for a commit of `job` still being made durable; the reason it
-/// failed, if it did (told once: the run's next checkpoint is refused).
-async fn earlier_commit_failure(st: &Shared, job: JobId) -> Result<(), String> {
-    let lane = st.shadows.commit_lane(job);
-    let mut held = lane.lock().await;
-    let failure = held.take();
-    drop(held);
-    st.shadows.release_commit_lane(job, &lane, false);
-    failure.map_or(Ok(()), Err)
 }
 
 /// Opens the file a starter on this host names instead of sending it
@@ -887,9 +866,7 @@ pub(crate) async fn exit(
     // before the run's end (the end's events and accounting count it)
     let running = st.shadows.runs().get(&x.claim_id).map(|r| r.job);
     if let Some(job) = running {
-        let lane = st.shadows.commit_lane(job);
-        drop(lane.lock().await);
-        st.shadows.release_commit_lane(job, &lane, false);
+        st.shadows.lane_settled(job).await;
     }
     let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();
@@ -1144,8 +1121,7 @@ mod tests {
     /// Waits until the checkpoints of `job` committed so far are durable
     /// and recorded (or failed).
     async fn settled(st: &Shared, job: JobId) {
-        let lane = st.shadows.commit_lane(job);
-        let _held = lane.lock().await;
+        st.shadows.lane_settled(job).await;
     }
 
     async fn commit(
