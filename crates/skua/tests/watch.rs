@@ -260,3 +260,69 @@ fn wait_and_watch_q_follow_the_event_log_until_the_jobs_are_done() {
     assert!(o.status.success());
     assert_eq!(text(&o.stdout), "All jobs done.\n");
 }
+
+#[test]
+fn the_knobs_refuse_ssh_to_job_and_tail_never_follows_a_link_out_of_the_sandbox() {
+    let pool = job_pool(
+        "watch-refuse",
+        "2",
+        &[
+            ("_CONDOR_SCHEDD_ENABLE_SSH_TO_JOB", "ProcId != 1"),
+            ("_CONDOR_ENABLE_SSH_TO_JOB", "TARGET.ProcId != 0"),
+        ],
+    );
+    let dir = pool.home.join("work");
+    user_dir(&dir);
+    // a job that points its output file at a file outside its sandbox
+    script(
+        &dir,
+        "link.sh",
+        "#!/bin/sh\nln -s /etc/passwd secret.txt\necho ready\nexec sleep 600\n",
+    );
+    let cluster = pool.submit_job(
+        &dir,
+        "executable = link.sh\nshould_transfer_files = YES\n\
+         transfer_output_files = secret.txt\noutput = out.$(Process)\nqueue 2\n",
+    );
+    for p in 0..2 {
+        let job = format!("{cluster}.{p}");
+        wait_for("the jobs to run", Duration::from_secs(60), || {
+            text(&pool.skua_user_in(&dir, &["tail", &job]).stdout) == "ready\n"
+        });
+    }
+    let o = pool.skua_user_in(&dir, &["ssh_to_job", &format!("{cluster}.1"), "--", "true"]);
+    assert_eq!(o.status.code(), Some(255));
+    assert!(
+        text(&o.stderr).contains(&format!(
+            "Job {cluster}.1 is denied by SCHEDD_ENABLE_SSH_TO_JOB."
+        )),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = pool.skua_user_in(&dir, &["ssh_to_job", &format!("{cluster}.0"), "--", "true"]);
+    assert_eq!(o.status.code(), Some(255));
+    assert!(
+        text(&o.stderr).contains("Rejecting request, because ENABLE_SSH_TO_JOB=false"),
+        "{}",
+        text(&o.stderr)
+    );
+    // the link is not followed (even to a file the job user may read)
+    let o = pool.skua_user_in(
+        &dir,
+        &["tail", "-no-stdout", &format!("{cluster}.0"), "secret.txt"],
+    );
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+    assert!(
+        text(&o.stderr).contains("secret.txt"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = pool.skua_user_in(&dir, &["rm", &cluster]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    wait_for("the jobs to leave", Duration::from_secs(60), || {
+        pool.skua(&["q", &cluster, "-af", "JobStatus"])
+            .stdout
+            .is_empty()
+    });
+}
