@@ -29,6 +29,8 @@ use skua_proto::{
 pub struct JobProcess {
     /// The job's process (the leader of its process group).
     pub pid: i32,
+    /// Its starter (its parent).
+    pub starter_pid: u32,
     /// The slot's ad (`MY` of `ENABLE_SSH_TO_JOB`).
     pub slot_ad: ClassAd,
     /// The job's ad (`TARGET` of `ENABLE_SSH_TO_JOB`).
@@ -69,6 +71,24 @@ pub fn process_of(
         .or_else(|| child_group_leader(starter_pid))
         .filter(|p| *p > 1)
         .ok_or_else(|| ApiError::conflict(format!("job {job_id} has not started its process yet")))
+}
+
+/// The parent of `pid`, from `/proc/PID/stat`.
+fn parent_of(pid: i32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the job's process is still the one its starter started: read
+/// after its user, environment or files were taken from `/proc`, so that a
+/// process id reused by another process in between is never acted on.
+fn still_the_job(job: &JobProcess) -> Result<(), ApiError> {
+    if parent_of(job.pid) == Some(job.starter_pid) {
+        Ok(())
+    } else {
+        Err(ApiError::conflict("the job's process has exited"))
+    }
 }
 
 /// The child of `parent` that leads its own process group, from `/proc`.
@@ -207,7 +227,11 @@ pub async fn read(
         })
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    result.map_err(|e| ApiError::not_found(format!("{what} of job {}: {e}", req.job_id)))
+    let chunk =
+        result.map_err(|e| ApiError::not_found(format!("{what} of job {}: {e}", req.job_id)))?;
+    // opened (and read) from the job's process, not a newcomer's
+    still_the_job(job)?;
+    Ok(chunk)
 }
 
 /// Whether `ENABLE_SSH_TO_JOB` lets the job's user in (MY: the slot,
@@ -257,6 +281,7 @@ pub async fn command(
     let pid = job.pid;
     let rights = job_rights(pid)?;
     let (env, cwd) = job_context(pid)?;
+    still_the_job(job)?;
     let argv = if req.argv.is_empty() {
         let shell = env
             .iter()
@@ -392,8 +417,20 @@ mod tests {
             .unwrap();
         let me = std::process::id();
         let found = child_group_leader(me);
+        let child_pid = child.id() as i32;
+        let job = |starter_pid| JobProcess {
+            pid: child_pid,
+            starter_pid,
+            slot_ad: ClassAd::new(),
+            job_ad: None,
+        };
+        let (mine, other) = (still_the_job(&job(me)), still_the_job(&job(me + 1)));
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(found, Some(child.id() as i32));
+        assert!(mine.is_ok());
+        assert!(other.is_err(), "another starter's child is not the job");
+        // once reaped, the process is gone
+        assert!(still_the_job(&job(me)).is_err());
     }
 }

@@ -287,6 +287,7 @@ impl Shell {
         });
         Ok(Reply::Job(crate::job_access::JobProcess {
             pid,
+            starter_pid: starter.pid,
             slot_ad: i.map(|i| self.machine.slot_ad(i, now)).unwrap_or_default(),
             job_ad,
         }))
