@@ -19,8 +19,17 @@ fn script(dir: &Path, name: &str, text: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// [`spawn_user`] with a pipe to its standard input.
+fn spawn_user_stdin(pool: &Pool, dir: &Path, args: &[&str]) -> Reap {
+    Reap(Some(spawn_with(pool, dir, args, Stdio::piped())))
+}
+
 /// `skua ARGS` in `dir` as the submitting account, not waited for.
 fn spawn_user(pool: &Pool, dir: &Path, args: &[&str]) -> std::process::Child {
+    spawn_with(pool, dir, args, Stdio::null())
+}
+
+fn spawn_with(pool: &Pool, dir: &Path, args: &[&str], stdin: Stdio) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(SKUA);
     c.current_dir(dir)
@@ -29,7 +38,7 @@ fn spawn_user(pool: &Pool, dir: &Path, args: &[&str]) -> std::process::Child {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &pool.home)
         .env("SKUA_CONFIG", pool.config())
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in &pool.extra_env {
@@ -130,6 +139,16 @@ fn tail_follows_a_running_job_and_ssh_to_job_runs_in_its_sandbox() {
     }
     assert_eq!(lines[2], "hello input");
     assert!(lines[3].parse::<u32>().is_ok(), "{out}");
+    // without a command, the job's shell reads its commands from stdin
+    let mut shell = spawn_user_stdin(&pool, &dir, &["ssh_to_job", &job]);
+    {
+        use std::io::Write;
+        let mut stdin = shell.0.as_mut().unwrap().stdin.take().unwrap();
+        stdin.write_all(b"cat input\nexit 3\n").unwrap();
+    }
+    let o = shell.wait();
+    assert_eq!(text(&o.stdout), "hello input\n", "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(3));
     // the command's exit status comes back
     let o = pool.skua_user_in(&dir, &["ssh_to_job", &job, "--", "sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7));
