@@ -43,7 +43,7 @@ pub struct TailArgs {
     #[arg(long, default_value_t = 1024)]
     maxbytes: u64,
     /// Keep showing new output until the job stops running.
-    #[arg(long, short = 'f', alias = "f")]
+    #[arg(long, short = 'f')]
     follow: bool,
     /// Seconds between two reads with -follow or -auto-retry.
     #[arg(long, default_value_t = 2.0)]
