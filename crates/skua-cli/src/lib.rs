@@ -23,6 +23,8 @@ mod submit_cmd;
 mod table;
 mod tools_cmd;
 mod userprio;
+mod watch_cmd;
+mod watch_view;
 
 pub use submit_cmd::build_submission;
 
@@ -94,6 +96,16 @@ enum SkuaCommand {
     /// Print configuration values, like condor_config_val (`skua config get`).
     #[command(name = "config_val")]
     ConfigVal(config_cmd::ConfigValArgs),
+    /// Show a running job's output, like condor_tail.
+    Tail(watch_cmd::TailArgs),
+    /// Run a command in a running job's sandbox as its user, like condor_ssh_to_job.
+    #[command(name = "ssh_to_job")]
+    SshToJob(watch_cmd::SshArgs),
+    /// Wait for the jobs of a job event log to end, like condor_wait.
+    Wait(watch_cmd::WaitArgs),
+    /// Follow jobs through their event logs, like condor_watch_q.
+    #[command(name = "watch_q")]
+    WatchQ(watch_cmd::WatchQArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
@@ -117,6 +129,9 @@ const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
     "version",
     "config_val",
     "reschedule",
+    "tail",
+    "wait",
+    "watch_q",
 ];
 
 /// The command line as clap is given it, and the spelling the user typed
@@ -274,6 +289,10 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Who(a) => tools_cmd::who(a),
         SkuaCommand::Version(a) => tools_cmd::version(a),
         SkuaCommand::Reschedule(a) => tools_cmd::reschedule(a),
+        SkuaCommand::Tail(a) => watch_cmd::tail(a),
+        SkuaCommand::SshToJob(a) => watch_cmd::ssh_to_job(a),
+        SkuaCommand::Wait(a) => watch_cmd::wait(a),
+        SkuaCommand::WatchQ(a) => watch_cmd::watch_q(a),
     }
 }
 

@@ -193,7 +193,7 @@ pub fn totals_lines(query: &Totals, all: Option<&Totals>, ctx: &QContext) -> Str
 }
 
 /// The ids of a batch: `5.0`, `5.0-9`, or `5.0 ... 7.3`.
-fn id_range(ids: &[(i64, i64)]) -> String {
+pub(crate) fn id_range(ids: &[(i64, i64)]) -> String {
     match (ids.first(), ids.last()) {
         (Some(a), Some(b)) if a == b => format!("{}.{}", a.0, a.1),
         (Some(a), Some(b)) if a.0 == b.0 => format!("{}.{}-{}", a.0, a.1, b.1),

@@ -17,6 +17,7 @@ mod join;
 mod master;
 mod negotiator;
 pub mod routes;
+mod sandbox;
 mod schedd;
 mod shadow;
 mod startd;
@@ -35,6 +36,10 @@ pub use negotiator::{
     UserPrioChange, UserPrioEdit, UserPrioQuery, UserPrioRecord, UserPrioReply,
 };
 pub use routes::{RawBytes, RequestBody, Route, RouteSpec};
+pub use sandbox::{
+    JobCommandReply, JobCommandRequest, SandboxChunk, SandboxFile, SandboxReadRequest,
+    StartdJobCommand, StartdSandboxRead, JOB_COMMAND_OUTPUT_MAX, SANDBOX_READ_MAX,
+};
 pub use schedd::{
     BatchRow, EvictedFile, EvictedFileRequest, EvictedFilesQuery, EvictedFilesReply, JobAction,
     JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply, JobSelector, NewCluster,

@@ -16,6 +16,10 @@ use crate::{
     RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
     UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
 };
+use crate::{
+    JobCommandReply, JobCommandRequest, SandboxChunk, SandboxReadRequest, StartdJobCommand,
+    StartdSandboxRead,
+};
 
 /// Largest request body of a command or a query (a job action, a
 /// collector or queue query, a claim keep-alive): 1 MiB.
@@ -492,6 +496,46 @@ pub const SHADOW_STARTER_GONE: Route<StarterGone, Ack> = Route::new(
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
+/// `POST /schedd/job_sandbox_read` with [`crate::SandboxReadRequest`] →
+/// [`crate::SandboxChunk`]: `skua tail` (the job's owner or a queue
+/// super-user; the job must be running).
+pub const SCHEDD_JOB_SANDBOX_READ: Route<SandboxReadRequest, SandboxChunk> = Route::new(
+    "POST",
+    "/schedd/job_sandbox_read",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/ssh_to_job` with [`crate::JobCommandRequest`] →
+/// [`crate::JobCommandReply`]: `skua ssh_to_job` (the job's owner or a
+/// queue super-user; `SCHEDD_ENABLE_SSH_TO_JOB`).
+pub const SCHEDD_SSH_TO_JOB: Route<JobCommandRequest, JobCommandReply> = Route::new(
+    "POST",
+    "/schedd/ssh_to_job",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
+
+/// `POST /startd/sandbox_read` with [`crate::StartdSandboxRead`] →
+/// [`crate::SandboxChunk`]: the schedd of the claim reads its running
+/// job's file, with the job user's rights.
+pub const STARTD_SANDBOX_READ: Route<StartdSandboxRead, SandboxChunk> = Route::new(
+    "POST",
+    "/startd/sandbox_read",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /startd/job_command` with [`crate::StartdJobCommand`] →
+/// [`crate::JobCommandReply`]: the schedd of the claim runs a command in
+/// its running job's sandbox (`ENABLE_SSH_TO_JOB`).
+pub const STARTD_JOB_COMMAND: Route<StartdJobCommand, JobCommandReply> = Route::new(
+    "POST",
+    "/startd/job_command",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
+
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
     HELLO.spec(),
@@ -533,6 +577,10 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_CHECKPOINT_COMMIT.spec(),
     SCHEDD_EVICTED_FILES.spec(),
     SCHEDD_EVICTED_FILE.spec(),
+    SCHEDD_JOB_SANDBOX_READ.spec(),
+    SCHEDD_SSH_TO_JOB.spec(),
+    STARTD_SANDBOX_READ.spec(),
+    STARTD_JOB_COMMAND.spec(),
 ];
 
 #[cfg(test)]

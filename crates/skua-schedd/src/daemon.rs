@@ -528,6 +528,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         300,
     )?);
     shadows.checkpoint_root = settings.checkpoint_root.clone();
+    shadows.ssh_to_job = expr_knob(&ctx, "SCHEDD_ENABLE_SSH_TO_JOB")?;
     let shadows = Arc::new(shadows);
     // the runs to reconnect to are known before the starters can call
     let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
@@ -563,6 +564,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(
             &routes::SCHEDD_EVICTED_FILE,
             post(crate::evicted::evicted_file),
+        )
+        .command(
+            &routes::SCHEDD_JOB_SANDBOX_READ,
+            post(crate::job_access::sandbox_read),
+        )
+        .command(
+            &routes::SCHEDD_SSH_TO_JOB,
+            post(crate::job_access::ssh_to_job),
         )
         .command(
             &routes::SHADOW_CHECKPOINT_FILE,

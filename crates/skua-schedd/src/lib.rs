@@ -27,6 +27,7 @@ pub mod checkpoint;
 mod claim;
 pub mod daemon;
 mod evicted;
+mod job_access;
 mod lease;
 mod local_copy;
 mod negotiator;

@@ -177,6 +177,9 @@ pub(crate) struct Shadows {
     /// a job names its own `checkpoint_destination`; `None`: no spool, no
     /// checkpoint is taken.
     pub checkpoint_root: Option<std::path::PathBuf>,
+    /// `SCHEDD_ENABLE_SSH_TO_JOB`, evaluated in the job's ad (`None`:
+    /// true, HTCondor's default).
+    pub ssh_to_job: Option<classad::Expr>,
     /// The runs whose exit was recorded lately (claim id, job): a starter
     /// that repeats an exit (its acknowledgement lost) is answered again.
     finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
@@ -224,6 +227,7 @@ impl Shadows {
             clock,
             reconnect_ceiling: Duration::from_secs(300),
             checkpoint_root: None,
+            ssh_to_job: None,
             finished: Mutex::new(std::collections::VecDeque::new()),
             commit_lanes: Mutex::new(HashMap::new()),
         }

@@ -84,7 +84,17 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
     let mut machine = Machine::new(facts, config, start);
 
     let (events_tx, events) = mpsc::channel::<Event>(256);
-    let up = skua_daemon::bring_up(&ctx, 0, crate::routes::routes(events_tx.clone()))
+    let access = crate::job_access::Access {
+        enable_ssh: match ctx.knob("ENABLE_SSH_TO_JOB")? {
+            Some(v) if !v.trim().is_empty() => Some(
+                classad::parse_expr(v.trim())
+                    .map_err(|e| anyhow::anyhow!("ENABLE_SSH_TO_JOB = {v:?}: {e}"))?,
+            ),
+            _ => None,
+        },
+        as_user: skua_daemon::account::AsUser::new(),
+    };
+    let up = skua_daemon::bring_up(&ctx, 0, crate::routes::routes(events_tx.clone(), access))
         .await
         .context("startd")?;
     machine.address = up.sinful.clone();

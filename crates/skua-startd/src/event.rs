@@ -32,6 +32,12 @@ pub enum Request {
     Reconnect(ReconnectRequest),
     Vacate(VacateRequest),
     Drain(DrainRequest),
+    /// The claim's schedd reaches its running job (`skua tail`,
+    /// `skua ssh_to_job`): where is it?
+    Locate {
+        claim_id: String,
+        job_id: String,
+    },
 }
 
 /// A route's answer.
@@ -41,6 +47,7 @@ pub enum Reply {
     Claim(ClaimReply),
     Status(ClaimStatus),
     States(SlotStates),
+    Job(crate::job_access::JobProcess),
 }
 
 /// What is measured at each `POLLING_INTERVAL`, before the policy is

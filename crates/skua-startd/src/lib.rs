@@ -12,6 +12,7 @@ pub mod cron;
 pub mod daemon;
 pub mod event;
 pub mod facts;
+pub mod job_access;
 pub mod peers;
 pub mod poll;
 pub mod routes;

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::{Event, Reply, Request};
 
 /// The routes, sending their requests to the loop on `events`.
-pub fn routes(events: mpsc::Sender<Event>) -> Routes {
+pub fn routes(events: mpsc::Sender<Event>, access: crate::job_access::Access) -> Routes {
     Routes::new()
         .command(&routes::STARTD_MATCH, post(match_route))
         .command(&routes::STARTD_CLAIM, post(claim_route))
@@ -25,13 +25,16 @@ pub fn routes(events: mpsc::Sender<Event>) -> Routes {
         .command(&routes::STARTD_RECONNECT, post(reconnect_route))
         .command(&routes::STARTD_VACATE, post(vacate_route))
         .command(&routes::STARTD_DRAIN, post(drain_route))
-        .with_state(Loop { events })
+        .command(&routes::STARTD_SANDBOX_READ, post(sandbox_read_route))
+        .command(&routes::STARTD_JOB_COMMAND, post(job_command_route))
+        .with_state(Loop { events, access })
 }
 
 /// The way to the loop.
 #[derive(Clone)]
 struct Loop {
     events: mpsc::Sender<Event>,
+    access: crate::job_access::Access,
 }
 
 async fn ask(st: &Loop, caller: &Caller, request: Request) -> Result<Reply, ApiError> {
@@ -137,4 +140,48 @@ async fn drain_route(
         Reply::States(s) => Ok(Json(s)),
         _ => Err(ApiError::internal("no slot states")),
     }
+}
+
+async fn locate(
+    st: &Loop,
+    caller: &Caller,
+    claim_id: &str,
+    job_id: &str,
+) -> Result<crate::job_access::JobProcess, ApiError> {
+    let request = Request::Locate {
+        claim_id: claim_id.to_string(),
+        job_id: job_id.to_string(),
+    };
+    match ask(st, caller, request).await? {
+        Reply::Job(j) => Ok(j),
+        _ => Err(ApiError::internal("no job process")),
+    }
+}
+
+async fn sandbox_read_route(
+    State(st): State<Loop>,
+    caller: Caller,
+    Json(req): Json<skua_proto::StartdSandboxRead>,
+) -> Result<Json<skua_proto::SandboxChunk>, ApiError> {
+    let job = locate(&st, &caller, &req.claim_id, &req.job_id).await?;
+    crate::job_access::read(&st.access, &job, req)
+        .await
+        .map(Json)
+}
+
+async fn job_command_route(
+    State(st): State<Loop>,
+    caller: Caller,
+    Json(req): Json<skua_proto::StartdJobCommand>,
+) -> Result<Json<skua_proto::JobCommandReply>, ApiError> {
+    let job = locate(&st, &caller, &req.claim_id, &req.job_id).await?;
+    tracing::info!(
+        "job {}: command {:?} for {} (ssh_to_job)",
+        req.job_id,
+        req.argv,
+        caller.identity
+    );
+    crate::job_access::command(&st.access, &job, req)
+        .await
+        .map(Json)
 }

@@ -116,7 +116,9 @@ impl Shell {
                 // slot, evaluated at once (every slot is at each
                 // POLLING_INTERVAL).
                 let (mutating, focus) = match &request {
-                    Request::Alive(_) | Request::Reconnect(_) => (false, None),
+                    Request::Alive(_) | Request::Reconnect(_) | Request::Locate { .. } => {
+                        (false, None)
+                    }
                     Request::Activate(a) => (
                         true,
                         self.machine
@@ -256,6 +258,39 @@ impl Shell {
                 })
                 .collect(),
         }
+    }
+
+    /// The running job of a claim (see [`crate::job_access`]).
+    fn locate(&self, claim_id: &str, job_id: &str, now: i64) -> Result<Reply, ApiError> {
+        let (slot, _, _) = self
+            .machine
+            .claim_status(claim_id)
+            .map_err(|_| ApiError::not_found("Claim not found at execution machine"))?;
+        let starter = self
+            .starters
+            .get(&slot)
+            .filter(|st| skua_slot::claim_ids_equal(&st.claim_id, claim_id))
+            .ok_or_else(|| ApiError::conflict(format!("job {job_id} is not running")))?;
+        let pid = crate::job_access::process_of(
+            &self.setup.pgid_file(starter.pid),
+            starter.pid,
+            starter.busy,
+            &starter.job_id,
+            job_id,
+        )?;
+        let i = self.machine.slots.iter().position(|s| s.name == slot);
+        let job_ad = i.and_then(|i| {
+            self.machine.slots[i]
+                .claim
+                .as_ref()
+                .and_then(|c| c.job_ad.clone())
+        });
+        Ok(Reply::Job(crate::job_access::JobProcess {
+            pid,
+            starter_pid: starter.pid,
+            slot_ad: i.map(|i| self.machine.slot_ad(i, now)).unwrap_or_default(),
+            job_ad,
+        }))
     }
 
     async fn request(&mut self, request: Request, caller: &str) -> Result<Reply, ApiError> {
@@ -456,6 +491,7 @@ impl Shell {
                 self.act(actions, now);
                 Ok(Reply::Ack)
             }
+            Request::Locate { claim_id, job_id } => self.locate(&claim_id, &job_id, now),
         }
     }
 
