@@ -571,6 +571,22 @@ fn status_letter(status: Option<JobStatus>) -> char {
     status.map_or('?', JobStatus::letter)
 }
 
+/// A parallel-universe job (`JobUniverse = 11`).
+pub fn is_parallel(job: &classad::ClassAd) -> bool {
+    matches!(job.lookup("JobUniverse"), Some(classad::Expr::Lit(v)) if v.as_int() == Some(11))
+}
+
+/// The dedicated scheduler's part of `-better-analyze` for a parallel job.
+pub fn format_parallel_analysis(a: &skua_negotiation::dedicated::ParallelAnalysis) -> String {
+    let mut out = String::from("\nDedicated scheduling (parallel universe):\n");
+    for line in a.describe() {
+        out.push_str("    ");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
 /// The `-better-analyze` report of one job, in condor_q's layout.
 pub fn format_analysis(
     job: &classad::ClassAd,
@@ -941,5 +957,29 @@ mod tests {
         assert_eq!(id_range(&[(3, 0)]), "3.0");
         assert_eq!(id_range(&[(3, 0), (3, 9)]), "3.0-9");
         assert_eq!(id_range(&[(3, 0), (4, 1)]), "3.0 ... 4.1");
+    }
+
+    #[test]
+    fn a_parallel_job_gets_the_dedicated_scheduler_explanation() {
+        let parallel = classad::parse_ad("[ JobUniverse = 11; MaxHosts = 3 ]").unwrap();
+        let vanilla = classad::parse_ad("[ JobUniverse = 5 ]").unwrap();
+        assert!(is_parallel(&parallel));
+        assert!(!is_parallel(&vanilla));
+        let a = skua_negotiation::dedicated::ParallelAnalysis {
+            scheduler: Some("DedicatedScheduler@sub".into()),
+            nodes: 3,
+            dedicated: 4,
+            matching: 2,
+            fifo_head: None,
+        };
+        let text = format_parallel_analysis(&a);
+        assert!(
+            text.contains("4 slot(s) advertise this dedicated scheduler; 2 of them match"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Not enough dedicated machines match: the job needs 3"),
+            "{text}"
+        );
     }
 }

@@ -580,5 +580,83 @@ pub fn dedicated_matches(
     (dedicated, matching)
 }
 
+/// Why a parallel job waits, as `skua q -better-analyze` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParallelAnalysis {
+    /// The job's dedicated scheduler (`Scheduler`), if it names one.
+    pub scheduler: Option<String>,
+    /// The proc's node count (`MaxHosts`).
+    pub nodes: u32,
+    /// Slots advertising this dedicated scheduler.
+    pub dedicated: usize,
+    /// Of those, slots whose Requirements and the job's both hold.
+    pub matching: usize,
+    /// An earlier idle parallel job (the FIFO head this one waits behind).
+    pub fifo_head: Option<u32>,
+}
+
+impl ParallelAnalysis {
+    /// The explanation, one sentence a line.
+    pub fn describe(&self) -> Vec<String> {
+        let Some(ds) = &self.scheduler else {
+            return vec![
+                "The job names no dedicated scheduler (Scheduler): no machine is claimed for it."
+                    .to_string(),
+            ];
+        };
+        let mut out = vec![
+            format!("Parallel job of {} node(s), scheduled by {ds}.", self.nodes),
+            format!(
+                "{} slot(s) advertise this dedicated scheduler; {} of them match the job.",
+                self.dedicated, self.matching
+            ),
+        ];
+        if (self.matching as u64) < u64::from(self.nodes) {
+            out.push(format!(
+                "Not enough dedicated machines match: the job needs {} and only {} match; it cannot start until more do.",
+                self.nodes, self.matching
+            ));
+        } else if let Some(head) = self.fifo_head {
+            out.push(format!(
+                "Enough dedicated machines match; the job waits in FIFO order behind parallel job {head}, which is waiting for machines (DEDICATED_SCHEDULER_USE_FIFO)."
+            ));
+        } else {
+            out.push(format!(
+                "Enough dedicated machines match; the job starts once all {} nodes are claimed at once (claims are being acquired, or the machines are busy).",
+                self.nodes
+            ));
+        }
+        out
+    }
+}
+
+/// The analysis of one proc of a parallel job against the pool's slot ads;
+/// `earlier_idle`: clusters of idle parallel jobs of the same scheduler
+/// ahead of it in the queue.
+pub fn analyze_parallel(
+    job: &ClassAd,
+    slots: &[ClassAd],
+    earlier_idle: &[u32],
+    ev: &mut Evaluator,
+) -> ParallelAnalysis {
+    let scheduler = ev.eval_attr("Scheduler", job, None).as_string();
+    let nodes = ev
+        .eval_attr("MaxHosts", job, None)
+        .as_int()
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(1);
+    let (dedicated, matching) = match &scheduler {
+        Some(ds) => dedicated_matches(job, slots, ds, ev),
+        None => (0, 0),
+    };
+    ParallelAnalysis {
+        scheduler,
+        nodes,
+        dedicated,
+        matching,
+        fifo_head: earlier_idle.iter().min().copied(),
+    }
+}
+
 #[cfg(test)]
 mod tests;

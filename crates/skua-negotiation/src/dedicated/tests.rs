@@ -404,3 +404,36 @@ fn dedicated_matches_counts_only_this_schedulers_slots() {
         (2, 1)
     );
 }
+
+#[test]
+fn the_analysis_says_why_a_parallel_job_waits() {
+    let slots: Vec<ClassAd> = (0..3).map(|h| slot(h, 1, "")).collect();
+    let j = job(5, &[(4, "true")]);
+    let a = analyze_parallel(&j.procs[0].ad, &slots, &[], &mut ev());
+    assert_eq!((a.nodes, a.dedicated, a.matching), (4, 3, 3));
+    assert!(
+        a.describe()[2].starts_with("Not enough dedicated machines match"),
+        "{a:?}"
+    );
+
+    let j = job(5, &[(2, "true")]);
+    let a = analyze_parallel(&j.procs[0].ad, &slots, &[3, 2], &mut ev());
+    assert_eq!(a.fifo_head, Some(2));
+    assert!(
+        a.describe()[2].contains("behind parallel job 2"),
+        "{:?}",
+        a.describe()
+    );
+
+    let a = analyze_parallel(&j.procs[0].ad, &slots, &[], &mut ev());
+    assert!(
+        a.describe()[2].contains("all 2 nodes are claimed"),
+        "{:?}",
+        a.describe()
+    );
+
+    let none = parse_ad("[ JobUniverse = 11; MaxHosts = 2; Requirements = true ]").expect("ad");
+    let a = analyze_parallel(&none, &slots, &[], &mut ev());
+    assert_eq!(a.scheduler, None);
+    assert!(a.describe()[0].contains("names no dedicated scheduler"));
+}
