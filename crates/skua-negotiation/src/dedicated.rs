@@ -106,6 +106,54 @@ impl Default for DedicatedPolicy {
     }
 }
 
+/// A dedicated scheduler knob with a bad value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{knob}: `{value}` is not {expected}")]
+pub struct DedicatedKnobError {
+    /// The knob.
+    pub knob: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it should be.
+    pub expected: &'static str,
+}
+
+impl DedicatedPolicy {
+    /// From `DEDICATED_SCHEDULER_USE_FIFO` and `UNUSED_CLAIM_TIMEOUT`
+    /// (expanded values; `None` when undefined: HTCondor's defaults).
+    pub fn from_knobs(
+        knob: impl Fn(&str) -> Option<String>,
+    ) -> Result<DedicatedPolicy, DedicatedKnobError> {
+        let mut p = DedicatedPolicy::default();
+        if let Some(v) = knob("DEDICATED_SCHEDULER_USE_FIFO") {
+            p.use_fifo = match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "t" | "yes" | "1" => true,
+                "false" | "f" | "no" | "0" => false,
+                _ => {
+                    return Err(DedicatedKnobError {
+                        knob: "DEDICATED_SCHEDULER_USE_FIFO",
+                        value: v,
+                        expected: "a boolean",
+                    })
+                }
+            };
+        }
+        if let Some(v) = knob("UNUSED_CLAIM_TIMEOUT") {
+            p.unused_claim_timeout =
+                v.trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n >= 0)
+                    .ok_or(DedicatedKnobError {
+                        knob: "UNUSED_CLAIM_TIMEOUT",
+                        value: v,
+                        expected: "a number of seconds (0 = keep claims forever)",
+                    })?;
+        }
+        Ok(p)
+    }
+}
+
 /// Node `node` (of proc `proc`) runs on claim `claim`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeAssignment {

@@ -437,3 +437,32 @@ fn the_analysis_says_why_a_parallel_job_waits() {
     assert_eq!(a.scheduler, None);
     assert!(a.describe()[0].contains("names no dedicated scheduler"));
 }
+
+#[test]
+fn the_knobs_default_to_htcondors_values_and_bad_ones_are_named() {
+    let p = DedicatedPolicy::from_knobs(|_| None).expect("defaults");
+    assert!(p.use_fifo);
+    assert_eq!(p.unused_claim_timeout, 600);
+    let p = DedicatedPolicy::from_knobs(|k| match k {
+        "DEDICATED_SCHEDULER_USE_FIFO" => Some("False".into()),
+        "UNUSED_CLAIM_TIMEOUT" => Some("0".into()),
+        _ => None,
+    })
+    .expect("valid");
+    assert!(!p.use_fifo);
+    assert_eq!(p.unused_claim_timeout, 0);
+    let e = DedicatedPolicy::from_knobs(|k| (k == "UNUSED_CLAIM_TIMEOUT").then(|| "-5".into()))
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("UNUSED_CLAIM_TIMEOUT: `-5`"),
+        "{e}"
+    );
+    let e = DedicatedPolicy::from_knobs(|k| {
+        (k == "DEDICATED_SCHEDULER_USE_FIFO").then(|| "maybe".into())
+    })
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with("DEDICATED_SCHEDULER_USE_FIFO"),
+        "{e}"
+    );
+}
