@@ -706,5 +706,48 @@ pub fn analyze_parallel(
     }
 }
 
+/// HTCondor's placeholder for `$(Node)` in a parallel job's ad.
+pub const NODE_PLACEHOLDER: &str = "#pArAlLeLnOdE#";
+
+/// What node `node` of a parallel job is told about the whole job.
+#[derive(Clone, Debug)]
+pub struct NodeContext<'a> {
+    /// The job's node count (`CurrentHosts`).
+    pub nodes: u32,
+    /// The job's directory on the submit host (`RemoteSpoolDir`).
+    pub spool_dir: &'a str,
+    /// The execute hosts' names in node order (`ParallelHosts`).
+    pub hosts: &'a [String],
+}
+
+/// The ad node `node` starts with: the proc's ad with [`NODE_PLACEHOLDER`]
+/// replaced by the node number everywhere, plus `ParallelNode`,
+/// `CurrentHosts`, `RemoteSpoolDir` and `ParallelHosts`. An attribute
+/// that no longer parses once replaced is left as it was.
+pub fn node_ad(proc_ad: &ClassAd, node: u32, ctx: &NodeContext<'_>) -> ClassAd {
+    let mut ad = proc_ad.flatten();
+    let number = node.to_string();
+    let replaced: Vec<(String, classad::Expr)> = ad
+        .iter()
+        .filter_map(|(name, e)| {
+            let text = e.to_string();
+            if !text.contains(NODE_PLACEHOLDER) {
+                return None;
+            }
+            parse_expr(&text.replace(NODE_PLACEHOLDER, &number))
+                .ok()
+                .map(|e| (name.as_str().to_string(), e))
+        })
+        .collect();
+    for (name, e) in replaced {
+        ad.insert(name.as_str(), e);
+    }
+    ad.insert_value("ParallelNode", i64::from(node));
+    ad.insert_value("CurrentHosts", i64::from(ctx.nodes));
+    ad.insert_value("RemoteSpoolDir", ctx.spool_dir.to_string());
+    ad.insert_value("ParallelHosts", ctx.hosts.join(","));
+    ad
+}
+
 #[cfg(test)]
 mod tests;

@@ -466,3 +466,38 @@ fn the_knobs_default_to_htcondors_values_and_bad_ones_are_named() {
         "{e}"
     );
 }
+
+#[test]
+fn a_node_ad_has_its_number_and_the_whole_jobs_context() {
+    let proc_ad = parse_ad(
+        "[ JobUniverse = 11; Arguments = \"rank #pArAlLeLnOdE# of 3\"; Out = \"out.#pArAlLeLnOdE#\"; MaxHosts = 3 ]",
+    )
+    .expect("ad");
+    let hosts = vec![
+        "exec1".to_string(),
+        "exec2".to_string(),
+        "exec2".to_string(),
+    ];
+    let ctx = NodeContext {
+        nodes: 3,
+        spool_dir: "/var/lib/skua/spool/7/parallel",
+        hosts: &hosts,
+    };
+    let ad = node_ad(&proc_ad, 2, &ctx);
+    let mut e = ev();
+    let s = |e: &mut Evaluator, n: &str| e.eval_attr(n, &ad, None).as_string();
+    assert_eq!(s(&mut e, "Arguments").as_deref(), Some("rank 2 of 3"));
+    assert_eq!(s(&mut e, "Out").as_deref(), Some("out.2"));
+    assert_eq!(e.eval_attr("ParallelNode", &ad, None).as_int(), Some(2));
+    assert_eq!(e.eval_attr("CurrentHosts", &ad, None).as_int(), Some(3));
+    assert_eq!(
+        s(&mut e, "RemoteSpoolDir").as_deref(),
+        Some("/var/lib/skua/spool/7/parallel")
+    );
+    assert_eq!(
+        s(&mut e, "ParallelHosts").as_deref(),
+        Some("exec1,exec2,exec2")
+    );
+    // The proc's own ad is untouched.
+    assert!(proc_ad.lookup("ParallelNode").is_none());
+}
