@@ -233,12 +233,13 @@ fn a_real_submission_names_the_dedicated_scheduler_of_its_schedd() {
 }
 
 #[test]
-fn parallel_jobs_may_be_submitted() {
+fn a_real_submission_still_refuses_parallel_jobs_until_the_schedd_runs_their_nodes() {
     let sub = submit(
         "universe = parallel\nmachine_count = 2\nexecutable = run.sh\nqueue\n",
         &files(),
         &opts(),
     )
     .expect("valid");
-    assert_eq!(unsupported_universe(&sub), None);
+    let why = unsupported_universe(&sub).expect("refused");
+    assert!(why.contains("parallel"), "{why}");
 }
