@@ -320,7 +320,7 @@ pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
         )
     }) {
         let (c, p) = job_id(ad);
-        let host = string(ad, "RemoteHost").unwrap_or_default();
+        let host = running_hosts(ad);
         let _ = writeln!(
             out,
             "{:>6}.{:<3} {:<14} {:>11} {:>12} {}",
@@ -333,6 +333,28 @@ pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
         );
     }
     out
+}
+
+/// Where a running job runs, for the `-run` view: its `RemoteHost`, or for a
+/// parallel job (universe 11) the number of its nodes and their slots in
+/// node order, from `RemoteHosts` (`4 nodes: slot1@a,slot2@a,slot1@b,slot1@c`).
+/// condor_q shows only `RemoteHost` there.
+fn running_hosts(ad: &ClassAd) -> String {
+    if int(ad, "JobUniverse") == Some(11) {
+        if let Some(list) = string(ad, "RemoteHosts") {
+            let hosts: Vec<&str> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .collect();
+            if !hosts.is_empty() {
+                let n = hosts.len();
+                let word = if n == 1 { "node" } else { "nodes" };
+                return format!("{n} {word}: {}", hosts.join(","));
+            }
+        }
+    }
+    string(ad, "RemoteHost").unwrap_or_default()
 }
 
 /// An attribute evaluated in its ad (requests may be expressions), as a
@@ -848,6 +870,41 @@ mod tests {
         assert!(!out.contains("5.1 "), "{out}");
         assert!(out.contains(" ID        OWNER            SUBMITTED     RUN_TIME HOST(S)"));
         assert!(!out.contains("Total for"), "{out}");
+    }
+
+    #[test]
+    fn run_view_shows_a_parallel_jobs_node_count_and_slots_in_node_order() {
+        let ads = vec![
+            with(
+                job(7, 0, "ann", 2),
+                "[ JobUniverse = 11; RemoteHost = \"slot1@a\"; CurrentHosts = 3;
+                   RemoteHosts = \"slot1@a, slot2@a,slot1@b\" ]",
+            ),
+            with(
+                job(7, 1, "ann", 2),
+                "[ JobUniverse = 11; RemoteHosts = \"slot1@c\" ]",
+            ),
+            // a parallel job the schedd has not given its host list: its RemoteHost
+            with(
+                job(8, 0, "ann", 2),
+                "[ JobUniverse = 11; RemoteHost = \"slot3@d\" ]",
+            ),
+            // RemoteHosts means nothing for a vanilla job
+            with(
+                job(9, 0, "ann", 2),
+                "[ JobUniverse = 5; RemoteHost = \"slot1@e\"; RemoteHosts = \"x,y\" ]",
+            ),
+        ];
+        let out = format_running(&ads, &ctx());
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains("ann")).collect();
+        assert_eq!(rows.len(), 4, "{out}");
+        assert!(
+            rows[0].ends_with(" 3 nodes: slot1@a,slot2@a,slot1@b"),
+            "{out}"
+        );
+        assert!(rows[1].ends_with(" 1 node: slot1@c"), "{out}");
+        assert!(rows[2].ends_with(" slot3@d"), "{out}");
+        assert!(rows[3].ends_with(" slot1@e"), "{out}");
     }
 
     #[test]

@@ -653,7 +653,7 @@ fn schedd_targets(
 }
 
 /// This host's schedd's name: `SCHEDD_NAME`, else the host's full name.
-fn local_schedd_name(config: &skua_config::Config) -> String {
+pub(crate) fn local_schedd_name(config: &skua_config::Config) -> String {
     let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")
         .cloned()
