@@ -1355,8 +1355,9 @@ while :; do sleep 0.1; done"#,
 }
 
 /// A parallel job's node: its number, the node count, the shared spool
-/// directory and the hosts in its environment, and Skua's binaries (so
-/// `skua chirp`) first in its PATH, before the job's own.
+/// directory and the hosts in its environment, Skua's binaries (so
+/// `skua chirp`) first in its PATH, before the job's own, and the starter's
+/// configuration file for Skua's tools.
 #[test]
 fn a_parallel_node_knows_its_place_and_finds_skua() {
     let w = World::new(
@@ -1369,7 +1370,8 @@ fn a_parallel_node_knows_its_place_and_finds_skua() {
         "run.sh",
         r#"echo "$_CONDOR_PROCNO $_CONDOR_NPROCS $_CONDOR_REMOTE_SPOOL_DIR $SKUA_PARALLEL_HOSTS"
 echo "$PATH"
-command -v skua"#,
+command -v skua
+echo "$SKUA_CONFIG""#,
     );
     let mut child = w.start(5);
     assert_eq!(w.wait(&mut child), 0);
@@ -1383,8 +1385,9 @@ command -v skua"#,
     assert_eq!(
         stdout,
         format!(
-            "2 3 /var/spool/skua/9/parallel exec1,exec2,exec2\n{bin}:/usr/bin:/bin\n{}\n",
-            common::SKUA
+            "2 3 /var/spool/skua/9/parallel exec1,exec2,exec2\n{bin}:/usr/bin:/bin\n{}\n{}\n",
+            common::SKUA,
+            w.dir.join("skua_config").display()
         )
     );
 }
