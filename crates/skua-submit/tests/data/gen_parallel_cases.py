@@ -67,6 +67,10 @@ CASES = [
     ('parallel/input_per_node',
      'universe = parallel\nexecutable = /bin/cat\nlog = logfile\ninput = infile.$(Node)\n'
      'output = outfile.$(Node)\nerror = errfile.$(Node)\nmachine_count = 4\nqueue\n'),
+    ('parallel/universe_macro',
+     'U = parallel\nuniverse = $(U)\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue\n'),
+    ('parallel/queue_var_node',
+     'universe = parallel\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue Node in (a, b)\n'),
     ('parallel/kill_sig',
      'universe = parallel\nexecutable = run.sh\nmachine_count = 2\nkill_sig = SIGKILL\nqueue\n'),
 ]
