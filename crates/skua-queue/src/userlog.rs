@@ -204,6 +204,9 @@ impl UserLogEvent {
 
     /// Event 014 for node `node` of a parallel job, started on the startd
     /// at `host` (its sinful string), in slot `slot_name` when known.
+    /// HTCondor writes every node event of a parallel job under the job's
+    /// proc 0 (`format_event` with `JobId::new(cluster, 0)`), whichever
+    /// proc the node belongs to; the node goes in the subproc field.
     pub fn node_executing(node: u32, host: &str, slot_name: Option<&str>) -> UserLogEvent {
         UserLogEvent::NodeExecuting {
             node,
@@ -212,7 +215,10 @@ impl UserLogEvent {
         }
     }
 
-    /// Event 015 for node `node` of a parallel job that exited by itself.
+    /// Event 015 for node `node` of a parallel job that exited by itself
+    /// (not for the nodes killed when the job ends), written like 014 under
+    /// the job's proc 0. HTCondor reports the bytes from the job's side:
+    /// what the shadow sent is the node's received bytes.
     pub fn node_terminated(node: u32, status: ExitStatus) -> UserLogEvent {
         UserLogEvent::NodeTerminated {
             node,

@@ -19,6 +19,10 @@ pub struct NodeFacts {
     pub bin_dir: String,
     /// The starter's own `PATH`, used after `bin_dir` when the job sets none.
     pub starter_path: Option<String>,
+    /// The starter's configuration variable (`SKUA_CONFIG` or `CONDOR_CONFIG`) and its value,
+    /// passed on so that Skua's tools in the node (`skua config_val`) read the execute host's
+    /// configuration, as HTCondor passes `CONDOR_CONFIG`.
+    pub config_var: Option<(String, String)>,
 }
 
 /// The node number of a parallel job's node ad (`ParallelNode`), `None` for any other job.
@@ -30,7 +34,8 @@ pub fn node_number(job: &ClassAd) -> Option<i64> {
 /// variables included), which they override as HTCondor's do: `_CONDOR_PROCNO` (the node),
 /// `_CONDOR_NPROCS` (`CurrentHosts`), `_CONDOR_REMOTE_SPOOL_DIR` (`RemoteSpoolDir`, when the
 /// ad has it), `SKUA_PARALLEL_HOSTS` (`ParallelHosts`, when the ad has it), and `PATH` =
-/// `bin_dir` followed by the job's own `PATH`, else the starter's. A job ad without
+/// `bin_dir` followed by the job's own `PATH`, else the starter's, and the starter's
+/// configuration variable when it has one. A job ad without
 /// `ParallelNode` is left alone. An ad with `ParallelNode` but no usable node number or node
 /// count is an error (the node could not tell its place).
 pub fn add_node_environment(
@@ -69,6 +74,9 @@ pub fn add_node_environment(
     if !path.is_empty() {
         map.insert("PATH".into(), path);
     }
+    if let Some((name, value)) = &facts.config_var {
+        map.insert(name.clone(), value.clone());
+    }
     Ok(map.into_iter().collect())
 }
 
@@ -84,6 +92,7 @@ mod tests {
         NodeFacts {
             bin_dir: "/opt/skua/bin".into(),
             starter_path: Some("/usr/bin:/bin".into()),
+            config_var: Some(("SKUA_CONFIG".into(), "/etc/skua/skua_config".into())),
         }
     }
 
@@ -118,6 +127,8 @@ mod tests {
         assert_eq!(env["_CONDOR_SCRATCH_DIR"], "/x/dir_1");
         // Skua's binaries come first, then the starter's PATH
         assert_eq!(env["PATH"], "/opt/skua/bin:/usr/bin:/bin");
+        // Skua's tools read the execute host's configuration
+        assert_eq!(env["SKUA_CONFIG"], "/etc/skua/skua_config");
     }
 
     #[test]
@@ -132,12 +143,14 @@ mod tests {
         let bare = NodeFacts {
             bin_dir: "/opt/skua/bin".into(),
             starter_path: None,
+            config_var: None,
         };
         let env: BTreeMap<_, _> = add_node_environment(&job, Vec::new(), &bare)
             .unwrap()
             .into_iter()
             .collect();
         assert_eq!(env["PATH"], "/opt/skua/bin");
+        assert!(!env.contains_key("SKUA_CONFIG"));
     }
 
     #[test]

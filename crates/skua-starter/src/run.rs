@@ -1882,7 +1882,8 @@ fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
 }
 
 /// The facts a parallel node's environment needs from this process: the directory of the
-/// running binaries (`skua` beside `skuad`) and the starter's own `PATH`.
+/// running binaries (`skua` beside `skuad`), the starter's own `PATH` and its configuration
+/// variable.
 fn node_facts() -> crate::parallel::NodeFacts {
     crate::parallel::NodeFacts {
         bin_dir: std::env::current_exe()
@@ -1890,5 +1891,13 @@ fn node_facts() -> crate::parallel::NodeFacts {
             .and_then(|p| p.parent().map(|d| d.display().to_string()))
             .unwrap_or_default(),
         starter_path: std::env::var("PATH").ok(),
+        config_var: ["SKUA_CONFIG", "CONDOR_CONFIG"]
+            .into_iter()
+            .find_map(|name| {
+                std::env::var(name)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (name.to_string(), v))
+            }),
     }
 }

@@ -114,6 +114,16 @@ fn a_files_own_node_macro_wins_and_other_universes_have_none() {
     assert_eq!(attr(&ads[0], "Args"), "\"5\"");
     let ads = jobs("executable = run.sh\narguments = a$(Node)b $(Node:7)\nqueue\n");
     assert_eq!(attr(&ads[0], "Args"), "\"ab 7\"");
+    // a universe written with a macro counts, and a queue variable named Node wins
+    let ads = jobs(
+        "U = parallel\nuniverse = $(U)\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue\n",
+    );
+    assert_eq!(attr(&ads[0], "Args"), "\"#pArAlLeLnOdE#\"");
+    let ads = jobs(
+        "universe = parallel\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue Node in (a, b)\n",
+    );
+    assert_eq!(attr(&ads[0], "Args"), "\"a\"");
+    assert_eq!(attr(&ads[1], "Args"), "\"b\"");
     // the default universe counts
     let mut o = opts();
     o.default_universe = "parallel".to_string();

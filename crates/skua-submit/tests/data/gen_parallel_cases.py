@@ -47,6 +47,30 @@ CASES = [
      'universe = parallel\nexecutable = run.sh\nmachine_count = 2\n+ParallelShutdownPolicy = "WAIT_FOR_ALL"\nqueue\n'),
     ('parallel/initialdir_node',
      'universe = parallel\nexecutable = run.sh\nmachine_count = 2\ninitialdir = d$(Node)\nqueue\n'),
+    ('parallel/sections_transfer_on_evict',
+     'universe = parallel\nexecutable = /bin/sleep\narguments = 2\n\n'
+     'should_transfer_files = yes\nwhen_to_transfer_output = on_exit_or_evict\n'
+     'request_disk = 1024\nrequest_memory = 100\nlog = job.log\n'
+     'machine_count = 4\nqueue\nmachine_count = 1\nqueue\n'),
+    ('parallel/chirp_style',
+     'universe = parallel\nwant_io_proxy = true\nexecutable = run.sh\n'
+     'output = par$(NODE).out\nerror = par$(NODE).err\nlog = par$(NODE).log\n'
+     'arguments = $(NODE)\nshould_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT_OR_EVICT\n'
+     'Notification = NEVER\nmachine_count = 3\nqueue\n'),
+    ('parallel/submit_file_dir',
+     'universe=parallel\nmachine_count = 5\nexecutable=$Fp(SUBMIT_FILE)run.sh\narguments=10s\nqueue\n'),
+    ('parallel/opsys_requirements',
+     'universe = parallel\nexecutable = /bin/sleep\narguments = 30\nmachine_count = 8\nlog = log\n'
+     'should_transfer_files = IF_NEEDED\nwhen_to_transfer_output = ON_EXIT\n'
+     'requirements = (OpSysAndVer == "RedHat9")\nrequest_cpus = 1\nrequest_memory = 1024M\n'
+     'request_disk = 10240K\nqueue\n'),
+    ('parallel/input_per_node',
+     'universe = parallel\nexecutable = /bin/cat\nlog = logfile\ninput = infile.$(Node)\n'
+     'output = outfile.$(Node)\nerror = errfile.$(Node)\nmachine_count = 4\nqueue\n'),
+    ('parallel/universe_macro',
+     'U = parallel\nuniverse = $(U)\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue\n'),
+    ('parallel/queue_var_node',
+     'universe = parallel\nmachine_count = 2\nexecutable = run.sh\narguments = $(Node)\nqueue Node in (a, b)\n'),
     ('parallel/kill_sig',
      'universe = parallel\nexecutable = run.sh\nmachine_count = 2\nkill_sig = SIGKILL\nqueue\n'),
 ]
