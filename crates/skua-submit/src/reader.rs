@@ -125,6 +125,27 @@ impl<'a> Reader<'a> {
         expand_macros(&scope, text).map_err(|e| Self::syntax(file, line, e.to_string()))
     }
 
+    /// Whether the job about to be made (with the per-job variables `live`) is in the parallel
+    /// universe, whose `$(Node)` is a placeholder the schedd fills in per node. A `universe`
+    /// written with macros is expanded (a value that does not expand is not parallel; building
+    /// the job reports it).
+    fn universe_is_parallel(&self, live: &BTreeMap<String, String>) -> bool {
+        let Some(def) = self.table.get("universe") else {
+            return self.opts.default_universe.eq_ignore_ascii_case("parallel");
+        };
+        if !def.raw.contains('$') {
+            return def.raw.trim().eq_ignore_ascii_case("parallel");
+        }
+        let scope = Scope {
+            table: &self.table,
+            live,
+            predefined: &self.predefined,
+            env: &self.opts.env,
+            rng: &self.rng,
+        };
+        expand_macros(&scope, &def.raw).is_ok_and(|v| v.trim().eq_ignore_ascii_case("parallel"))
+    }
+
     fn condition(&self, cond: &str, file: &str, line: usize) -> Result<bool, SubmitError> {
         let live = BTreeMap::new();
         let scope = Scope {
@@ -626,9 +647,6 @@ impl<'a> Reader<'a> {
                 live.insert("STEP".to_string(), step.to_string());
                 live.insert("ITEMINDEX".to_string(), index.to_string());
                 live.insert("ROW".to_string(), index.to_string());
-                if uni_is_parallel(&self.table) {
-                    live.insert("NODE".to_string(), "#pArAlLeLnOdE#".to_string());
-                }
                 if args.mode == ForeachMode::None {
                     live.insert("ITEM".to_string(), String::new());
                 } else if args.vars.is_empty() {
@@ -640,6 +658,15 @@ impl<'a> Reader<'a> {
                     for (var, value) in args.vars.iter().zip(values.iter()) {
                         live.insert(var.to_ascii_uppercase(), value.clone());
                     }
+                }
+                // A parallel job's `$(Node)` stays HTCondor's placeholder, which the schedd
+                // replaces by each node's number; a file's own `Node` macro (or queue variable)
+                // wins.
+                if self.table.get("Node").is_none()
+                    && !live.contains_key("NODE")
+                    && self.universe_is_parallel(&live)
+                {
+                    live.insert("NODE".to_string(), "#pArAlLeLnOdE#".to_string());
                 }
                 let ctx = JobCtx {
                     reader: self,
@@ -668,12 +695,4 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
-}
-
-/// Whether the submit file asks for the parallel universe (whose `$(Node)` is a placeholder the
-/// schedd fills in per node).
-fn uni_is_parallel(table: &Table) -> bool {
-    table
-        .get("universe")
-        .is_some_and(|d| d.raw.trim().eq_ignore_ascii_case("parallel"))
 }

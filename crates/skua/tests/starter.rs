@@ -1353,3 +1353,41 @@ while :; do sleep 0.1; done"#,
     assert_eq!(w.returned("fresh.txt"), b"fresh\n");
     assert!(w.execute_is_empty());
 }
+
+/// A parallel job's node: its number, the node count, the shared spool
+/// directory and the hosts in its environment, Skua's binaries (so
+/// `skua chirp`) first in its PATH, before the job's own, and the starter's
+/// configuration file for Skua's tools.
+#[test]
+fn a_parallel_node_knows_its_place_and_finds_skua() {
+    let w = World::new(
+        "parallel-node",
+        r#"Cmd = "run.sh"; Out = "job.out"; JobUniverse = 11; ShouldTransferFiles = "YES";
+           ParallelNode = 2; CurrentHosts = 3; RemoteSpoolDir = "/var/spool/skua/9/parallel";
+           ParallelHosts = "exec1,exec2,exec2"; Environment = "PATH=/usr/bin:/bin _CONDOR_PROCNO=7""#,
+    );
+    w.script(
+        "run.sh",
+        r#"echo "$_CONDOR_PROCNO $_CONDOR_NPROCS $_CONDOR_REMOTE_SPOOL_DIR $SKUA_PARALLEL_HOSTS"
+echo "$PATH"
+command -v skua
+echo "$SKUA_CONFIG""#,
+    );
+    let mut child = w.start(5);
+    assert_eq!(w.wait(&mut child), 0);
+    assert_eq!(w.exit().outcome, RunOutcome::Exited { code: 0 });
+    let bin = Path::new(common::SKUA)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let stdout = String::from_utf8(w.returned("_condor_stdout")).unwrap();
+    assert_eq!(
+        stdout,
+        format!(
+            "2 3 /var/spool/skua/9/parallel exec1,exec2,exec2\n{bin}:/usr/bin:/bin\n{}\n{}\n",
+            common::SKUA,
+            w.dir.join("skua_config").display()
+        )
+    );
+}
