@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ad_output;
+mod chirp_cmd;
 mod classad_cmd;
 mod config_cmd;
 mod evicted_cmd;
@@ -91,6 +92,8 @@ enum SkuaCommand {
     Version(tools_cmd::VersionArgs),
     /// Ask the negotiator for a negotiation cycle now, like condor_reschedule.
     Reschedule(tools_cmd::RescheduleArgs),
+    /// Inside a job: remote I/O on the submit side, like condor_chirp.
+    Chirp(chirp_cmd::ChirpArgs),
     /// Print configuration values, like condor_config_val (`skua config get`).
     #[command(name = "config_val")]
     ConfigVal(config_cmd::ConfigValArgs),
@@ -274,6 +277,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Who(a) => tools_cmd::who(a),
         SkuaCommand::Version(a) => tools_cmd::version(a),
         SkuaCommand::Reschedule(a) => tools_cmd::reschedule(a),
+        SkuaCommand::Chirp(a) => chirp_cmd::run(a),
     }
 }
 

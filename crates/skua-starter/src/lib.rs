@@ -12,11 +12,13 @@
 //! - [`backend`]: transparent checkpoint backends (CRIU): dump, restore, detection.
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
 //! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
+//! - [`chirp`]: the job's Chirp proxy (`WantIOProxy`), forwarding to the shadow.
 //! - [`run`]: the shell.
 
 pub mod backend;
 pub mod cgroup;
 pub mod checkpoint;
+pub mod chirp;
 pub mod plan;
 pub mod run;
 pub mod usage;
