@@ -320,7 +320,7 @@ pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
         )
     }) {
         let (c, p) = job_id(ad);
-        let host = string(ad, "RemoteHost").unwrap_or_default();
+        let host = running_hosts(ad);
         let _ = writeln!(
             out,
             "{:>6}.{:<3} {:<14} {:>11} {:>12} {}",
@@ -333,6 +333,28 @@ pub fn format_running(ads: &[ClassAd], ctx: &QContext) -> String {
         );
     }
     out
+}
+
+/// Where a running job runs, for the `-run` view: its `RemoteHost`, or for a
+/// parallel job (universe 11) the number of its nodes and their slots in
+/// node order, from `RemoteHosts` (`4 nodes: slot1@a,slot2@a,slot1@b,slot1@c`).
+/// condor_q shows only `RemoteHost` there.
+fn running_hosts(ad: &ClassAd) -> String {
+    if int(ad, "JobUniverse") == Some(11) {
+        if let Some(list) = string(ad, "RemoteHosts") {
+            let hosts: Vec<&str> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .collect();
+            if !hosts.is_empty() {
+                let n = hosts.len();
+                let word = if n == 1 { "node" } else { "nodes" };
+                return format!("{n} {word}: {}", hosts.join(","));
+            }
+        }
+    }
+    string(ad, "RemoteHost").unwrap_or_default()
 }
 
 /// An attribute evaluated in its ad (requests may be expressions), as a
@@ -569,6 +591,22 @@ pub fn format_history(ads: &[ClassAd], utc_offset: i64) -> String {
 /// condor_q's status letter (`?` for a code that is not a status).
 fn status_letter(status: Option<JobStatus>) -> char {
     status.map_or('?', JobStatus::letter)
+}
+
+/// A parallel-universe job (`JobUniverse = 11`).
+pub fn is_parallel(job: &classad::ClassAd) -> bool {
+    matches!(job.lookup("JobUniverse"), Some(classad::Expr::Lit(v)) if v.as_int() == Some(11))
+}
+
+/// The dedicated scheduler's part of `-better-analyze` for a parallel job.
+pub fn format_parallel_analysis(a: &skua_negotiation::dedicated::ParallelAnalysis) -> String {
+    let mut out = String::from("\nDedicated scheduling (parallel universe):\n");
+    for line in a.describe() {
+        out.push_str("    ");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The `-better-analyze` report of one job, in condor_q's layout.
@@ -835,6 +873,41 @@ mod tests {
     }
 
     #[test]
+    fn run_view_shows_a_parallel_jobs_node_count_and_slots_in_node_order() {
+        let ads = vec![
+            with(
+                job(7, 0, "ann", 2),
+                "[ JobUniverse = 11; RemoteHost = \"slot1@a\"; CurrentHosts = 3;
+                   RemoteHosts = \"slot1@a, slot2@a,slot1@b\" ]",
+            ),
+            with(
+                job(7, 1, "ann", 2),
+                "[ JobUniverse = 11; RemoteHosts = \"slot1@c\" ]",
+            ),
+            // a parallel job the schedd has not given its host list: its RemoteHost
+            with(
+                job(8, 0, "ann", 2),
+                "[ JobUniverse = 11; RemoteHost = \"slot3@d\" ]",
+            ),
+            // RemoteHosts means nothing for a vanilla job
+            with(
+                job(9, 0, "ann", 2),
+                "[ JobUniverse = 5; RemoteHost = \"slot1@e\"; RemoteHosts = \"x,y\" ]",
+            ),
+        ];
+        let out = format_running(&ads, &ctx());
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains("ann")).collect();
+        assert_eq!(rows.len(), 4, "{out}");
+        assert!(
+            rows[0].ends_with(" 3 nodes: slot1@a,slot2@a,slot1@b"),
+            "{out}"
+        );
+        assert!(rows[1].ends_with(" 1 node: slot1@c"), "{out}");
+        assert!(rows[2].ends_with(" slot3@d"), "{out}");
+        assert!(rows[3].ends_with(" slot1@e"), "{out}");
+    }
+
+    #[test]
     fn idle_view_shows_requests_starts_and_the_last_host() {
         let ads = vec![
             with(
@@ -941,5 +1014,29 @@ mod tests {
         assert_eq!(id_range(&[(3, 0)]), "3.0");
         assert_eq!(id_range(&[(3, 0), (3, 9)]), "3.0-9");
         assert_eq!(id_range(&[(3, 0), (4, 1)]), "3.0 ... 4.1");
+    }
+
+    #[test]
+    fn a_parallel_job_gets_the_dedicated_scheduler_explanation() {
+        let parallel = classad::parse_ad("[ JobUniverse = 11; MaxHosts = 3 ]").unwrap();
+        let vanilla = classad::parse_ad("[ JobUniverse = 5 ]").unwrap();
+        assert!(is_parallel(&parallel));
+        assert!(!is_parallel(&vanilla));
+        let a = skua_negotiation::dedicated::ParallelAnalysis {
+            scheduler: Some("DedicatedScheduler@sub".into()),
+            nodes: 3,
+            dedicated: 4,
+            matching: 2,
+            fifo_head: None,
+        };
+        let text = format_parallel_analysis(&a);
+        assert!(
+            text.contains("4 slot(s) advertise this dedicated scheduler; 2 of them match"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Not enough dedicated machines match: the job needs 3"),
+            "{text}"
+        );
     }
 }

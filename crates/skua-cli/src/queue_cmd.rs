@@ -653,7 +653,7 @@ fn schedd_targets(
 }
 
 /// This host's schedd's name: `SCHEDD_NAME`, else the host's full name.
-fn local_schedd_name(config: &skua_config::Config) -> String {
+pub(crate) fn local_schedd_name(config: &skua_config::Config) -> String {
     let host = skua_daemon::system_config::host_facts(&skua_daemon::system_config::environment())
         .get("FULL_HOSTNAME")
         .cloned()
@@ -813,12 +813,52 @@ fn better_analyze(
             &schedd_name,
             &schedd_addr,
         ));
+        if q_fmt::is_parallel(job) {
+            let earlier = earlier_idle_parallel(&rt, client, job)?;
+            let a = skua_negotiation::dedicated::analyze_parallel(job, &slots, &earlier, &mut ev);
+            out.push_str(&q_fmt::format_parallel_analysis(&a));
+        }
     }
     if jobs.is_empty() {
         out.push_str("No jobs matched the selection.\n");
     }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The clusters of idle parallel jobs ahead of `job` in the queue (the
+/// dedicated scheduler runs them in FIFO order).
+fn earlier_idle_parallel(
+    rt: &tokio::runtime::Runtime,
+    client: &skua_net::Client,
+    job: &classad::ClassAd,
+) -> Result<Vec<u32>> {
+    let cluster = match job.lookup("ClusterId") {
+        Some(classad::Expr::Lit(v)) => v.as_int().unwrap_or(0),
+        _ => 0,
+    };
+    let query = JobQuery {
+        selector: JobSelector {
+            constraint: Some(format!(
+                "JobUniverse == 11 && JobStatus == 1 && ClusterId < {cluster}"
+            )),
+            all: true,
+            ..JobSelector::default()
+        },
+        projection: vec!["ClusterId".into()],
+        ..JobQuery::default()
+    };
+    let reply: JobQueryReply = rt.block_on(client.command(&routes::SCHEDD_QUERY, Some(&query)))?;
+    let mut clusters: Vec<u32> = parse_ads(&reply.ads)?
+        .iter()
+        .filter_map(|ad| match ad.lookup("ClusterId") {
+            Some(classad::Expr::Lit(v)) => v.as_int().and_then(|c| u32::try_from(c).ok()),
+            _ => None,
+        })
+        .collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    Ok(clusters)
 }
 
 fn totals_of(counts: &[u64]) -> q_fmt::Totals {

@@ -79,7 +79,12 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
             Err(e) => return Err(e.into()),
         }
     };
-    let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
+    let mut sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
+    // A parallel job names the dedicated scheduler of the schedd it goes to (this host's).
+    skua_submit::assign_dedicated_scheduler(
+        &mut sub,
+        &crate::queue_cmd::local_schedd_name(&config),
+    );
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
         bail!("{}: {what}", args.file);
     }

@@ -10,6 +10,9 @@
 //!   `PRIORITY_HALFLIFE`), priority factors, accumulated usage.
 //! - [`significant_attributes`]: the job attributes slot ads refer to, which
 //!   the schedd groups its idle jobs by.
+//! - [`dedicated`]: the dedicated scheduler's decisions (which held claims
+//!   go to which parallel job, FIFO, backfill take-back, claim release,
+//!   whole-job restart, shutdown policy).
 //! - [`analyze`]: why a job does or does not match (`skua q -better-analyze`):
 //!   per-clause slot counts and the run analysis summary, as data.
 //!
@@ -19,6 +22,7 @@
 pub mod accountant;
 mod analyze;
 mod cycle;
+pub mod dedicated;
 
 pub use accountant::{Accountant, AccountantError, Customer, InUse, Standing, MIN_PRIORITY};
 pub use analyze::{analyze, Analysis, ClauseCount};

@@ -10,6 +10,9 @@ use crate::queue::{check_name, int_attr, status_of, str_attr, Queue};
 use crate::userlog::UserLogEvent;
 use crate::{JobId, JobStatus, QueueError};
 
+/// `JobUniverse` of a parallel-universe job.
+const PARALLEL_UNIVERSE: i64 = 11;
+
 /// A user action on jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -580,6 +583,12 @@ impl Queue {
         // Factor: the attributes equal in every job go to the cluster ad,
         // except those that belong to each job by nature.
         let (mut cluster_ad, mut owns) = ClassAd::factor_common(&full);
+        // A parallel-universe cluster is one job: one submit event, for its
+        // first proc (as condor_submit writes it).
+        let one_event: Vec<bool> = full
+            .iter()
+            .map(|ad| int_attr(ad, "JobUniverse") == Some(PARALLEL_UNIVERSE))
+            .collect();
         drop(full);
         let proc_only: Vec<(classad::Name, Expr)> = cluster_ad
             .iter()
@@ -597,9 +606,12 @@ impl Queue {
             cluster,
             ad: cluster_ad.clone(),
         });
-        for (proc, own) in (0..n).zip(owns) {
+        for ((proc, own), parallel) in (0..n).zip(owns).zip(one_event) {
             let id = JobId::new(cluster, proc);
             txn.mutations.push(Mutation::NewJob { id, ad: own });
+            if parallel && proc > 0 {
+                continue;
+            }
             txn.events.push((
                 id,
                 UserLogEvent::Submit {

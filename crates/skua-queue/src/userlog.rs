@@ -133,6 +133,17 @@ pub enum UserLogEvent {
     /// (040) a step of a file transfer (Skua writes the output pair
     /// around each checkpoint upload it stores).
     FileTransfer(FileTransfer),
+    /// (014) node `node` of a parallel job started; `host` is the startd's
+    /// sinful string. The header's subproc field is the node.
+    NodeExecuting {
+        node: u32,
+        host: String,
+        slot_name: Option<String>,
+    },
+    /// (015) node `node` of a parallel job exited by itself: the body of a
+    /// Terminated event, its byte lines worded `... By Node`. The header's
+    /// subproc field is the node.
+    NodeTerminated { node: u32, status: Box<ExitStatus> },
 }
 
 /// Which step of a file transfer an event 040 reports.
@@ -180,6 +191,36 @@ impl UserLogEvent {
             UserLogEvent::Reconnected { .. } => 23,
             UserLogEvent::ReconnectFailed { .. } => 24,
             UserLogEvent::FileTransfer(_) => 40,
+            UserLogEvent::NodeExecuting { .. } => 14,
+            UserLogEvent::NodeTerminated { .. } => 15,
+        }
+    }
+
+    /// The header's subproc field: the node of a parallel job's node
+    /// events, 0 otherwise.
+    pub fn subproc(&self) -> u32 {
+        match self {
+            UserLogEvent::NodeExecuting { node, .. }
+            | UserLogEvent::NodeTerminated { node, .. } => *node,
+            _ => 0,
+        }
+    }
+
+    /// Event 014 for node `node` of a parallel job, started on the startd
+    /// at `host` (its sinful string), in slot `slot_name` when known.
+    pub fn node_executing(node: u32, host: &str, slot_name: Option<&str>) -> UserLogEvent {
+        UserLogEvent::NodeExecuting {
+            node,
+            host: host.to_string(),
+            slot_name: slot_name.map(str::to_string),
+        }
+    }
+
+    /// Event 015 for node `node` of a parallel job that exited by itself.
+    pub fn node_terminated(node: u32, status: ExitStatus) -> UserLogEvent {
+        UserLogEvent::NodeTerminated {
+            node,
+            status: Box::new(status),
         }
     }
 }
@@ -351,7 +392,7 @@ pub fn format_event(
         event.number(),
         id.cluster,
         id.proc,
-        0
+        event.subproc()
     );
     if opts.iso_date {
         let _ = write!(
@@ -452,25 +493,7 @@ fn body(out: &mut String, event: &UserLogEvent) {
         }
         UserLogEvent::Terminated(t) => {
             out.push_str("Job terminated.\n");
-            termination_lines(out, &t.termination, 1);
-            out.push('\t');
-            rusage(out, t.run_remote);
-            out.push_str("  -  Run Remote Usage\n\t");
-            rusage(out, t.run_local);
-            out.push_str("  -  Run Local Usage\n\t");
-            rusage(out, t.total_remote);
-            out.push_str("  -  Total Remote Usage\n\t");
-            rusage(out, t.total_local);
-            out.push_str("  -  Total Local Usage\n");
-            let _ = writeln!(out, "\t{}  -  Run Bytes Sent By Job", t.sent_bytes);
-            let _ = writeln!(out, "\t{}  -  Run Bytes Received By Job", t.received_bytes);
-            let _ = writeln!(out, "\t{}  -  Total Bytes Sent By Job", t.total_sent_bytes);
-            let _ = writeln!(
-                out,
-                "\t{}  -  Total Bytes Received By Job",
-                t.total_received_bytes
-            );
-            resource_table(out, &t.resources);
+            terminated_body(out, t, "Job");
         }
         UserLogEvent::ImageSize {
             image_size_kb,
@@ -563,6 +586,20 @@ fn body(out: &mut String, event: &UserLogEvent) {
         UserLogEvent::Generic { info } => {
             let _ = writeln!(out, "{}", line(generic_info(info)));
         }
+        UserLogEvent::NodeExecuting {
+            node,
+            host,
+            slot_name,
+        } => {
+            let _ = writeln!(out, "Node {node} executing on host: {}", line(host));
+            if let Some(s) = slot_name.as_deref().filter(|s| !s.is_empty()) {
+                let _ = writeln!(out, "\tSlotName: {}", line(s));
+            }
+        }
+        UserLogEvent::NodeTerminated { node, status } => {
+            let _ = writeln!(out, "Node {node} terminated.");
+            terminated_body(out, status, "Node");
+        }
     }
 }
 
@@ -576,6 +613,39 @@ fn generic_info(info: &str) -> &str {
         end -= 1;
     }
     &info[..end]
+}
+
+/// The body shared by events 005 and 015: how it ended, the four usage
+/// lines, the four byte lines (`... By Job` or `... By Node`) and the
+/// resource table.
+fn terminated_body(out: &mut String, t: &ExitStatus, who: &str) {
+    termination_lines(out, &t.termination, 1);
+    out.push('\t');
+    rusage(out, t.run_remote);
+    out.push_str("  -  Run Remote Usage\n\t");
+    rusage(out, t.run_local);
+    out.push_str("  -  Run Local Usage\n\t");
+    rusage(out, t.total_remote);
+    out.push_str("  -  Total Remote Usage\n\t");
+    rusage(out, t.total_local);
+    out.push_str("  -  Total Local Usage\n");
+    let _ = writeln!(out, "\t{}  -  Run Bytes Sent By {who}", t.sent_bytes);
+    let _ = writeln!(
+        out,
+        "\t{}  -  Run Bytes Received By {who}",
+        t.received_bytes
+    );
+    let _ = writeln!(
+        out,
+        "\t{}  -  Total Bytes Sent By {who}",
+        t.total_sent_bytes
+    );
+    let _ = writeln!(
+        out,
+        "\t{}  -  Total Bytes Received By {who}",
+        t.total_received_bytes
+    );
+    resource_table(out, &t.resources);
 }
 
 #[cfg(test)]
@@ -640,6 +710,59 @@ mod tests {
         };
         let s = format_event(&e, JobId::new(1, 0), T, utc_zone, &legacy);
         assert!(s.starts_with("000 (001.000.000) 11/21 12:00:00 Job"), "{s}");
+    }
+
+    #[test]
+    fn node_events_of_a_parallel_job() {
+        let id = JobId::new(42, 0);
+        let ex = UserLogEvent::node_executing(3, "<10.0.0.3:9618>", Some("slot1@exec3"));
+        assert_eq!(
+            format_event(&ex, id, T, utc_zone, &FormatOptions::default()),
+            "014 (042.000.003) 2026-11-21 12:00:00 Node 3 executing on host: <10.0.0.3:9618>\n\
+             \tSlotName: slot1@exec3\n...\n"
+        );
+        let bare = UserLogEvent::node_executing(0, "<10.0.0.3:9618>", None);
+        assert_eq!(
+            format_event(&bare, id, T, utc_zone, &FormatOptions::default()),
+            "014 (042.000.000) 2026-11-21 12:00:00 Node 0 executing on host: <10.0.0.3:9618>\n...\n"
+        );
+        let status = ExitStatus {
+            termination: Termination::Signal {
+                signal: 15,
+                core_file: None,
+            },
+            run_remote: Rusage {
+                user_secs: 1,
+                sys_secs: 2,
+            },
+            run_local: Rusage::default(),
+            total_remote: Rusage::default(),
+            total_local: Rusage::default(),
+            sent_bytes: 5,
+            received_bytes: 6,
+            total_sent_bytes: 7,
+            total_received_bytes: 8,
+            resources: vec![],
+        };
+        let t = UserLogEvent::node_terminated(12, status);
+        assert_eq!(t.number(), 15);
+        assert_eq!(
+            format_event(&t, JobId::new(7, 1), T, utc_zone, &FormatOptions::default()),
+            "015 (007.001.012) 2026-11-21 12:00:00 Node 12 terminated.\n\
+             \t(0) Abnormal termination (signal 15)\n\
+             \t(0) No core file\n\
+             \t\tUsr 0 00:00:01, Sys 0 00:00:02  -  Run Remote Usage\n\
+             \t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n\
+             \t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Total Remote Usage\n\
+             \t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Total Local Usage\n\
+             \t5  -  Run Bytes Sent By Node\n\
+             \t6  -  Run Bytes Received By Node\n\
+             \t7  -  Total Bytes Sent By Node\n\
+             \t8  -  Total Bytes Received By Node\n\
+             ...\n"
+        );
+        // Other events keep subproc 0.
+        assert_eq!(UserLogEvent::Unsuspended.subproc(), 0);
     }
 
     #[test]

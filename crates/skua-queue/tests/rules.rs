@@ -333,6 +333,28 @@ fn submit_events_hold_and_refusals() {
         ]
     );
     commit(&mut q, &txn);
+    // a parallel cluster is one job: one submit event, for its first proc
+    let pc = q.next_cluster_id();
+    let r = q.reserve_cluster_id();
+    commit(&mut q, &r);
+    let par = |n: u32| job(&format!("JobUniverse = 11; MinHosts = {n}; MaxHosts = {n}"));
+    let ptxn = q
+        .plan_submit(pc, vec![par(1), par(3)], "alice", NOW, HOST)
+        .unwrap();
+    assert_eq!(
+        ptxn.events,
+        vec![(
+            JobId::new(pc, 0),
+            UserLogEvent::Submit { host: HOST.into() }
+        )]
+    );
+    assert_eq!(
+        ptxn.mutations
+            .iter()
+            .filter(|m| matches!(m, Mutation::NewJob { .. }))
+            .count(),
+        2
+    );
     // in use
     assert!(matches!(
         q.plan_submit(c, vec![job("")], "alice", NOW, HOST),

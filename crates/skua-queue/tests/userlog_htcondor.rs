@@ -210,6 +210,61 @@ fn events() -> Vec<(JobId, UserLogEvent)> {
                 subcode: 0,
             },
         ),
+        (
+            JobId::new(42, 0),
+            UserLogEvent::node_executing(3, "<10.0.0.3:9618?sock=startd>", Some("slot2@exec3")),
+        ),
+        (
+            JobId::new(42, 1),
+            UserLogEvent::node_executing(0, "<10.0.0.1:9618>", None),
+        ),
+        (
+            JobId::new(42, 0),
+            UserLogEvent::node_terminated(
+                3,
+                ExitStatus {
+                    termination: Termination::Normal { return_value: 4 },
+                    run_remote: Rusage {
+                        user_secs: 65,
+                        sys_secs: 1,
+                    },
+                    run_local: Rusage::default(),
+                    total_remote: Rusage::default(),
+                    total_local: Rusage::default(),
+                    sent_bytes: 11,
+                    received_bytes: 22,
+                    total_sent_bytes: 33,
+                    total_received_bytes: 44,
+                    resources: vec![ResourceUsage {
+                        name: "Cpus".into(),
+                        usage: Some(1.0),
+                        request: Some(1.0),
+                        allocated: Some(1.0),
+                    }],
+                },
+            ),
+        ),
+        (
+            JobId::new(42, 1),
+            UserLogEvent::node_terminated(
+                0,
+                ExitStatus {
+                    termination: Termination::Signal {
+                        signal: 9,
+                        core_file: None,
+                    },
+                    run_remote: Rusage::default(),
+                    run_local: Rusage::default(),
+                    total_remote: Rusage::default(),
+                    total_local: Rusage::default(),
+                    sent_bytes: 0,
+                    received_bytes: 0,
+                    total_sent_bytes: 0,
+                    total_received_bytes: 0,
+                    resources: vec![],
+                },
+            ),
+        ),
     ]
 }
 
@@ -288,6 +343,10 @@ fn htcondor_reads_the_event_log() {
             "FILE_TRANSFER",
             "FILE_TRANSFER",
             "JOB_EVICTED",
+            "NODE_EXECUTE",
+            "NODE_EXECUTE",
+            "NODE_TERMINATED",
+            "NODE_TERMINATED",
         ]
     );
     for (g, (id, _)) in got.iter().zip(&evs) {
@@ -389,4 +448,32 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(20, "Type"), Json::from(6));
     assert_eq!(attr(21, "Checkpointed"), Json::from(true));
     assert_eq!(attr(21, "Reason"), Json::from("vacated by the startd"));
+    // The parallel universe's node events: the node from the header's
+    // subproc and the body, the 005 body worded "... By Node".
+    assert_eq!(attr(22, "Subproc"), Json::from(3));
+    assert_eq!(attr(22, "Node"), Json::from(3));
+    assert_eq!(
+        attr(22, "ExecuteHost"),
+        Json::from("<10.0.0.3:9618?sock=startd>")
+    );
+    assert_eq!(attr(22, "SlotName"), Json::from("slot2@exec3"));
+    assert_eq!(attr(23, "Subproc"), Json::from(0));
+    assert_eq!(attr(23, "Node"), Json::from(0));
+    assert_eq!(attr(23, "SlotName"), Json::Null);
+    assert_eq!(attr(24, "Subproc"), Json::from(3));
+    assert_eq!(attr(24, "Node"), Json::from(3));
+    assert_eq!(attr(24, "TerminatedNormally"), Json::from(true));
+    assert_eq!(attr(24, "ReturnValue"), Json::from(4));
+    assert_eq!(
+        attr(24, "RunRemoteUsage"),
+        Json::from("Usr 0 00:01:05, Sys 0 00:00:01")
+    );
+    assert_eq!(attr(24, "SentBytes"), Json::from(11.0));
+    assert_eq!(attr(24, "ReceivedBytes"), Json::from(22.0));
+    assert_eq!(attr(24, "TotalSentBytes"), Json::from(33.0));
+    assert_eq!(attr(24, "TotalReceivedBytes"), Json::from(44.0));
+    assert_eq!(attr(24, "CpusUsage"), Json::from(1));
+    assert_eq!(attr(25, "Node"), Json::from(0));
+    assert_eq!(attr(25, "TerminatedNormally"), Json::from(false));
+    assert_eq!(attr(25, "TerminatedBySignal"), Json::from(9));
 }

@@ -820,7 +820,13 @@ impl Schedd {
         self.ev = ev;
         let mut out = Vec::new();
         for g in groups {
-            let jobs: Vec<JobId> = g.jobs.into_iter().filter(|j| !busy.contains(j)).collect();
+            // Parallel jobs are the dedicated scheduler's, never offered
+            // as their owner's ordinary jobs.
+            let jobs: Vec<JobId> = g
+                .jobs
+                .into_iter()
+                .filter(|j| !busy.contains(j) && !self.is_parallel(*j))
+                .collect();
             let Some(first) = jobs.first().and_then(|j| self.queue.job(*j)) else {
                 continue;
             };
@@ -883,7 +889,10 @@ impl Schedd {
         let mut found = None;
         let (mut skipped, mut unmatched) = (0, 0);
         for id in order.iter() {
-            if busy.contains(id) || queue.status(*id) != Some(JobStatus::Idle) {
+            if busy.contains(id)
+                || queue.status(*id) != Some(JobStatus::Idle)
+                || queue.job(*id).is_some_and(parallel_universe)
+            {
                 skipped += 1;
                 continue;
             }
@@ -902,6 +911,12 @@ impl Schedd {
         );
         self.ev = ev;
         found
+    }
+
+    /// Whether `id` is a parallel-universe job (`JobUniverse = 11`): the
+    /// dedicated scheduler's to run, not an ordinary claim's.
+    pub fn is_parallel(&self, id: JobId) -> bool {
+        self.queue.job(id).is_some_and(parallel_universe)
     }
 
     /// The job's whole ad (its cluster's attributes merged in), without
@@ -1108,6 +1123,11 @@ impl Schedd {
 }
 
 /// The merged ad without the private attributes.
+/// `JobUniverse = 11` (a literal, as submit writes it).
+fn parallel_universe(ad: &ClassAd) -> bool {
+    matches!(ad.lookup("JobUniverse"), Some(classad::Expr::Lit(v)) if v.as_int() == Some(11))
+}
+
 fn public_ad(ad: &ClassAd) -> ClassAd {
     let mut flat = ad.flatten();
     for name in skua_queue::attr::PRIVATE {

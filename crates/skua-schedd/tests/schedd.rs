@@ -543,3 +543,39 @@ fn a_jobs_checkpoints_are_removed_when_it_leaves_the_queue() {
         .join("state.txt")
         .is_file());
 }
+
+#[test]
+fn parallel_jobs_are_never_offered_as_their_owners_ordinary_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let c = s.new_cluster(T0).unwrap();
+    let parallel = classad::parse_ad(
+        "[ Cmd = \"/bin/sleep\"; JobStatus = 1; ProcId = 0; JobUniverse = 11; MinHosts = 2; MaxHosts = 2; \
+           RequestMemory = 128; Iwd = \"/tmp\"; Requirements = true ]",
+    )
+    .unwrap();
+    s.submit("ann", c, vec![parallel], T0).unwrap();
+    let vanilla = submit(&mut s, "ann", 1, "Requirements = true;", None);
+    assert!(s.is_parallel(JobId::new(c, 0)));
+    assert!(!s.is_parallel(JobId::new(vanilla, 0)));
+
+    let mut busy = std::collections::HashSet::new();
+    let requests = s.resource_requests("ann", &[], &busy, T0);
+    let offered: u64 = requests.iter().map(|(_, _, n)| n).sum();
+    assert_eq!(
+        offered, 1,
+        "only the vanilla job is requested: {requests:?}"
+    );
+
+    let slot = classad::parse_ad("[ Requirements = true; Memory = 1024; Cpus = 1 ]").unwrap();
+    assert_eq!(
+        s.next_job_for("ann", &slot, &busy, T0),
+        Some(JobId::new(vanilla, 0))
+    );
+    busy.insert(JobId::new(vanilla, 0));
+    assert_eq!(
+        s.next_job_for("ann", &slot, &busy, T0),
+        None,
+        "a reused claim never picks the parallel job"
+    );
+}

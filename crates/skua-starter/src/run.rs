@@ -1124,6 +1124,9 @@ impl Starter<'_> {
         if let Some(config) = self.chirp_proxy().map_err(Failure::retry)? {
             env.push((skua_proto::CHIRP_CONFIG_ENV.to_string(), config));
         }
+        // A parallel job's node: its place among the nodes, and Skua's tools in its PATH.
+        let env = crate::parallel::add_node_environment(&self.job, env, &node_facts())
+            .map_err(Failure::permanent)?;
 
         // The standard streams, opened with the job's rights: a path the
         // owner may not open holds the job (HTCondor's codes 7 and 8).
@@ -1918,5 +1921,17 @@ fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
             Ok(m) if m.is_file() => out.push(child),
             _ => {}
         }
+    }
+}
+
+/// The facts a parallel node's environment needs from this process: the directory of the
+/// running binaries (`skua` beside `skuad`) and the starter's own `PATH`.
+fn node_facts() -> crate::parallel::NodeFacts {
+    crate::parallel::NodeFacts {
+        bin_dir: std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.display().to_string()))
+            .unwrap_or_default(),
+        starter_path: std::env::var("PATH").ok(),
     }
 }

@@ -57,6 +57,14 @@ pub enum SubmitError {
         /// The line of the queue statement.
         line: usize,
     },
+    /// A parallel-universe job was queued without `machine_count` (or `node_count`).
+    #[error("{file}:{line}: No machine_count specified! (a parallel universe job needs machine_count = N, its number of nodes)")]
+    MissingMachineCount {
+        /// The file.
+        file: String,
+        /// The line of the queue statement.
+        line: usize,
+    },
     /// The description has no queue statement.
     #[error("{file}: the submit description has no queue statement")]
     NoQueue {
@@ -84,6 +92,7 @@ impl SubmitError {
             | SubmitError::InvalidValue { line, .. }
             | SubmitError::Unreadable { line, .. }
             | SubmitError::MissingExecutable { line, .. }
+            | SubmitError::MissingMachineCount { line, .. }
             | SubmitError::TooManyJobs { line, .. } => *line,
             SubmitError::NoQueue { .. } => 0,
         }

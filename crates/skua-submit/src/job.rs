@@ -176,6 +176,26 @@ impl JobCtx<'_, '_> {
     }
 }
 
+/// The integer at the start of `text`, as C's `atoi` reads it: leading blanks, an optional
+/// sign, then digits; 0 when there are none.
+fn leading_int(text: &str) -> i64 {
+    let t = text.trim_start();
+    let (neg, rest) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let n = digits
+        .parse::<i64>()
+        .unwrap_or(if digits.is_empty() { 0 } else { i64::MAX });
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 fn parse_expr(text: &str) -> Result<Expr, String> {
     classad::parse_expr(text).map_err(|e| e.to_string())
 }
@@ -408,6 +428,9 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             cpus_clause = c.value != "1";
             ad.set("RequestCpus", ctx.expr(&c)?);
         }
+        // A parallel job asks for one core per node unless it says otherwise (condor_submit
+        // ignores JOB_DEFAULT_REQUESTCPUS there).
+        None if uni == universe::PARALLEL => ad.int("RequestCpus", 1),
         None => ad.set(
             "RequestCpus",
             parse_expr(&opts.default_request_cpus).unwrap_or(Expr::int(1)),
@@ -823,12 +846,21 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         ad.str("AccountingGroup", &u.value);
     }
     if uni == universe::PARALLEL {
-        let n = match ctx.get(&["machine_count"])? {
-            Some(c) => ctx.integer(&c)?,
-            None => 1,
+        // condor_submit reads the count as C's atoi does: "2.7" is 2, "abc" is 0.
+        let n = match ctx.get(&["machine_count", "node_count"])? {
+            Some(c) => leading_int(&c.value),
+            None => {
+                return Err(SubmitError::MissingMachineCount {
+                    file: ctx.file.to_string(),
+                    line: ctx.queue_line,
+                })
+            }
         };
         ad.int("MaxHosts", n);
         ad.int("MinHosts", n);
+        // Every node talks to the submit side (chirp) and has its own sandbox.
+        ad.boolean("WantIOProxy", true);
+        ad.boolean("JobRequiresSandbox", true);
     } else {
         ad.int("MaxHosts", 1);
         ad.int("MinHosts", 1);

@@ -188,6 +188,29 @@ pub fn submit(
     reader::run(text, files, opts)
 }
 
+/// The name a schedd's dedicated scheduler goes by: `DedicatedScheduler@<schedd name>`.
+pub fn dedicated_scheduler_name(schedd_name: &str) -> String {
+    format!("DedicatedScheduler@{schedd_name}")
+}
+
+/// Gives every parallel-universe job of `submission` the schedd's dedicated scheduler as its
+/// `Scheduler` (`"DedicatedScheduler@<schedd_name>"`): the scheduler that runs it, and what an
+/// execute host's `START`/`RANK` expressions compare with. A real submission calls this with
+/// the name of the schedd it submits to; a dry run, like `condor_submit`'s ads, has none.
+pub fn assign_dedicated_scheduler(submission: &mut Submission, schedd_name: &str) {
+    let name = dedicated_scheduler_name(schedd_name);
+    for cluster in &mut submission.clusters {
+        for job in &mut cluster.jobs {
+            if matches!(
+                job.lookup("JobUniverse"),
+                Some(classad::Expr::Lit(classad::Value::Int(universe::PARALLEL)))
+            ) {
+                job.insert("Scheduler", classad::Expr::string(&name));
+            }
+        }
+    }
+}
+
 /// A description of the first job whose universe Skua cannot run yet (everything but vanilla
 /// without a container image), or `None` when every job is a plain vanilla job. The dry run
 /// shows such jobs as HTCondor would; a real submission should refuse them with this message.
@@ -210,6 +233,9 @@ pub fn unsupported_universe(submission: &Submission) -> Option<String> {
             universe::SCHEDULER => "scheduler",
             universe::GRID => "grid",
             universe::JAVA => "java",
+            // Built as condor_submit builds them, but refused by a real submission until
+            // the schedd starts a parallel job's nodes (the dedicated scheduler): run as a
+            // plain job, its `$(Node)` placeholders would stay and it would get one machine.
             universe::PARALLEL => "parallel",
             universe::LOCAL => "local",
             universe::VM => "vm",

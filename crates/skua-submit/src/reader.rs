@@ -626,7 +626,11 @@ impl<'a> Reader<'a> {
                 live.insert("STEP".to_string(), step.to_string());
                 live.insert("ITEMINDEX".to_string(), index.to_string());
                 live.insert("ROW".to_string(), index.to_string());
-                if uni_is_parallel(&self.table) {
+                // A parallel job's `$(Node)` stays HTCondor's placeholder, which the schedd
+                // replaces by each node's number; a file's own `Node` macro wins.
+                if uni_is_parallel(&self.table, &self.opts.default_universe)
+                    && self.table.get("Node").is_none()
+                {
                     live.insert("NODE".to_string(), "#pArAlLeLnOdE#".to_string());
                 }
                 if args.mode == ForeachMode::None {
@@ -672,8 +676,9 @@ impl<'a> Reader<'a> {
 
 /// Whether the submit file asks for the parallel universe (whose `$(Node)` is a placeholder the
 /// schedd fills in per node).
-fn uni_is_parallel(table: &Table) -> bool {
+fn uni_is_parallel(table: &Table, default_universe: &str) -> bool {
     table
         .get("universe")
-        .is_some_and(|d| d.raw.trim().eq_ignore_ascii_case("parallel"))
+        .map_or(default_universe, |d| d.raw.trim())
+        .eq_ignore_ascii_case("parallel")
 }
