@@ -13,6 +13,7 @@ mod classad_cmd;
 mod config_cmd;
 mod evicted_cmd;
 mod join_cmd;
+mod openmpi_cmd;
 mod pool_cmd;
 mod print_fmt;
 mod q_fmt;
@@ -94,6 +95,8 @@ enum SkuaCommand {
     Reschedule(tools_cmd::RescheduleArgs),
     /// Inside a job: remote I/O on the submit side, like condor_chirp.
     Chirp(chirp_cmd::ChirpArgs),
+    /// A parallel job's Open MPI wrapper and mpirun's launcher agent (openmpiscript).
+    Openmpi(openmpi_cmd::OpenMpiArgs),
     /// Print configuration values, like condor_config_val (`skua config get`).
     #[command(name = "config_val")]
     ConfigVal(config_cmd::ConfigValArgs),
@@ -278,6 +281,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Version(a) => tools_cmd::version(a),
         SkuaCommand::Reschedule(a) => tools_cmd::reschedule(a),
         SkuaCommand::Chirp(a) => chirp_cmd::run(a),
+        SkuaCommand::Openmpi(a) => openmpi_cmd::run(a),
     }
 }
 
