@@ -30,6 +30,7 @@ const CHIRP_JOB: &str = r#"#!/bin/sh
 C="$SKUA_BIN chirp"
 echo "config=$(basename "$_CONDOR_CHIRP_CONFIG")"
 $C fetch in.txt fetched.txt && echo "fetched=$(cat fetched.txt)"
+$C fetch big.bin big.bin && $C put big.bin big-back.bin && echo big-ok
 $C put fetched.txt copy.txt && echo put-ok
 echo "from stdin" | $C put - stdin.txt && echo put-stdin-ok
 echo " appended" | $C put -mode wa - copy.txt && echo append-ok
@@ -45,7 +46,7 @@ if $C set_job_attr Owner '"root"' 2>owner.err; then echo OWNER-CHANGED; else ech
 read ip port cookie < "$_CONDOR_CHIRP_CONFIG"
 echo "$ip $port 0123456789abcdef0123456789abcdef" > bad.config
 if _CONDOR_CHIRP_CONFIG=$PWD/bad.config $C whoami 2>cookie.err; then echo COOKIE-ACCEPTED; else echo "cookie-refused: $(cat cookie.err)"; fi
-rm -f bad.config owner.err cookie.err fetched.txt
+rm -f bad.config owner.err cookie.err fetched.txt big.bin
 # wait until the test has seen the attribute in the queue
 n=0
 while ! $C stat go >/dev/null 2>&1; do n=$((n+1)); [ $n -gt 600 ] && break; sleep 0.1; done
@@ -87,6 +88,12 @@ fn a_job_reads_and_writes_the_submit_side_and_its_ad_through_chirp() {
         std::fs::write(work.join(name), text).unwrap();
         give(&work.join(name));
     }
+    // a file of many frames, every byte value
+    let big: Vec<u8> = (0..3 * 1024 * 1024 + 17)
+        .map(|i: u32| (i % 251) as u8)
+        .collect();
+    std::fs::write(work.join("big.bin"), &big).unwrap();
+    give(&work.join("big.bin"));
     let cluster = pool.submit_job(
         &work,
         &format!(
@@ -116,6 +123,7 @@ fn a_job_reads_and_writes_the_submit_side_and_its_ad_through_chirp() {
         "config=.chirp.config",
         "fetched=input bytes",
         "put-ok",
+        "big-ok",
         "put-stdin-ok",
         "append-ok",
         "remove-ok",
@@ -140,6 +148,10 @@ fn a_job_reads_and_writes_the_submit_side_and_its_ad_through_chirp() {
         "from stdin\n"
     );
     assert!(!work.join("doomed.txt").exists(), "{ctx}");
+    assert!(
+        std::fs::read(work.join("big-back.bin")).unwrap() == big,
+        "big-back.bin differs"
+    );
     if let Some(u) = common::submitter() {
         use std::os::unix::fs::MetadataExt;
         assert_eq!(
