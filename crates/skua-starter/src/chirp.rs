@@ -127,6 +127,12 @@ pub fn start(
     let cookie = new_cookie()?;
     let config_path = scratch.join(CHIRP_CONFIG_NAME);
     let write = || -> std::io::Result<()> {
+        // (an input file of that name gives way: the proxy's file is the
+        // starter's; the link itself is removed, never its target)
+        match std::fs::remove_file(&config_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
