@@ -9,7 +9,7 @@
 //! `_CONDOR_REMOTE_SPOOL_DIR`, `_CONDOR_JOB_AD`). The orted commands travel
 //! through a spool directory every host reaches (`SKUA_OPENMPI_SPOOL=local`:
 //! the test hosts share the file system); through a running job they go by
-//! chirp. The ranks talk over the hosts' network (loopback excluded).
+//! chirp (the second test). The ranks talk over the hosts' network (loopback excluded).
 //!
 //! These tests need root (network namespaces), Open MPI and `mpicc` (`.ci/run`
 //! installs Debian's openmpi-bin and libopenmpi-dev); they fail, not skip,
@@ -175,4 +175,67 @@ fn allreduce_across_three_hosts_with_four_and_six_ranks() {
         expected(6, |r| hosts.name(placement[(r / 2) as usize])),
         "6 ranks"
     );
+}
+
+/// The agent's and a node's side through a real job's chirp proxy: the
+/// agent puts node 1's command into the spool directory on the submit
+/// side, the node finds it there, removes it and runs it; a node never
+/// handed a command ends once node 0's end marker is there.
+const CHIRP_NODE_JOB: &str = r#"#!/bin/sh
+S="$_CONDOR_REMOTE_SPOOL_DIR"
+$SKUA_BIN openmpi agent 1 touch --daemonize orted-ran || { echo agent-failed; exit 3; }
+$SKUA_BIN chirp stat "$S/orted_cmd.1" >/dev/null && echo agent-put
+_CONDOR_PROCNO=1 _CONDOR_NPROCS=3 $SKUA_BIN openmpi ./not-run-on-node-1 || { echo node1-failed; exit 4; }
+test -e orted-ran && echo node1-ran-the-command
+$SKUA_BIN chirp stat "$S/orted_cmd.1" >/dev/null 2>&1 || echo node1-removed-it
+echo done | $SKUA_BIN chirp put - "$S/mpirun_done"
+_CONDOR_PROCNO=2 _CONDOR_NPROCS=3 $SKUA_BIN openmpi ./not-run-on-node-2 && echo node2-ended
+"#;
+
+#[test]
+fn the_agent_and_a_node_meet_through_a_jobs_chirp_proxy() {
+    let pool = common::job_pool("mpichirp", "1", &[]);
+    let work = pool.home.join("work");
+    common::user_dir(&work);
+    let spool = work.join("spool");
+    common::user_dir(&spool);
+    let exe = work.join("node.sh");
+    std::fs::write(&exe, CHIRP_NODE_JOB).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if let Some(u) = common::submitter() {
+        std::os::unix::fs::chown(&exe, Some(u.uid), Some(u.gid)).unwrap();
+    }
+    pool.submit_job(
+        &work,
+        &format!(
+            "executable = node.sh\n\
+             want_io_proxy = true\n\
+             environment = \"SKUA_BIN={} _CONDOR_REMOTE_SPOOL_DIR={}\"\n\
+             should_transfer_files = YES\n\
+             when_to_transfer_output = ON_EXIT\n\
+             output = out.txt\n\
+             error = err.txt\n\
+             queue\n",
+            common::SKUA,
+            spool.display()
+        ),
+    );
+    common::wait_for("the job to complete", Duration::from_secs(120), || {
+        pool.skua(&["q", "-allusers", "-af", "ClusterId"])
+            .stdout
+            .is_empty()
+    });
+    let out = std::fs::read_to_string(work.join("out.txt")).unwrap_or_default();
+    let err = std::fs::read_to_string(work.join("err.txt")).unwrap_or_default();
+    assert_eq!(
+        out,
+        "agent-put\nnode1-ran-the-command\nnode1-removed-it\nnode2-ended\n",
+        "err: {err}\n{}",
+        pool.logs()
+    );
+    let left: Vec<_> = std::fs::read_dir(&spool)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["mpirun_done".to_string()]);
 }
