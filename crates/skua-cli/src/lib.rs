@@ -8,10 +8,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ad_output;
+mod chirp_cmd;
 mod classad_cmd;
 mod config_cmd;
 mod evicted_cmd;
 mod join_cmd;
+mod openmpi_cmd;
 mod pool_cmd;
 mod print_fmt;
 mod q_fmt;
@@ -93,6 +95,10 @@ enum SkuaCommand {
     Version(tools_cmd::VersionArgs),
     /// Ask the negotiator for a negotiation cycle now, like condor_reschedule.
     Reschedule(tools_cmd::RescheduleArgs),
+    /// Inside a job: remote I/O on the submit side, like condor_chirp.
+    Chirp(chirp_cmd::ChirpArgs),
+    /// A parallel job's Open MPI wrapper and mpirun's launcher agent (openmpiscript).
+    Openmpi(openmpi_cmd::OpenMpiArgs),
     /// Print configuration values, like condor_config_val (`skua config get`).
     #[command(name = "config_val")]
     ConfigVal(config_cmd::ConfigValArgs),
@@ -293,6 +299,8 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::SshToJob(a) => watch_cmd::ssh_to_job(a),
         SkuaCommand::Wait(a) => watch_cmd::wait(a),
         SkuaCommand::WatchQ(a) => watch_cmd::watch_q(a),
+        SkuaCommand::Chirp(a) => chirp_cmd::run(a),
+        SkuaCommand::Openmpi(a) => openmpi_cmd::run(a),
     }
 }
 

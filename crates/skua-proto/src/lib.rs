@@ -11,6 +11,7 @@
 //! fields are ignored everywhere). Anything else bumps [`PROTOCOL_VERSION`].
 
 mod auth;
+mod chirp;
 mod collector;
 mod error;
 mod join;
@@ -23,6 +24,11 @@ mod shadow;
 mod startd;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
+pub use chirp::{
+    ChirpJobReply, ChirpJobRequest, ChirpOp, ChirpStat, ShadowChirp, ShadowChirpReply,
+    CHIRP_CONFIG_ENV, CHIRP_CONFIG_NAME, CHIRP_COOKIE_LEN, CHIRP_HEADER, CHIRP_LINE_LIMIT,
+    CHIRP_ULOG_LIMIT,
+};
 pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
 pub use error::{ErrorBody, ErrorCode};
 pub use join::{

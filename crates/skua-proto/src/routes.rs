@@ -13,8 +13,9 @@ use crate::{
     JobQueryReply, JobUpdate, JoinReply, JoinRequest, MatchNotice, Matches, NewCluster,
     NewClusterReply, Query, QueryReply, ReconnectRequest, ReleaseRequest, Reschedule,
     ResourceRequests, ResourceRequestsReply, RevocationList, RevocationQuery, RevokeReply,
-    RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
-    UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
+    RevokeRequest, SetAttribute, ShadowBegin, ShadowChirp, ShadowChirpReply, SlotStates,
+    StarterGone, Submit, SubmitReply, UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest,
+    WhoAmI,
 };
 use crate::{
     JobCommandReply, JobCommandRequest, SandboxChunk, SandboxReadRequest, StartdJobCommand,
@@ -536,6 +537,34 @@ pub const STARTD_JOB_COMMAND: Route<StartdJobCommand, JobCommandReply> = Route::
     RequestBody::Buffered(AD_BODY_LIMIT),
 );
 
+/// `POST /shadow/chirp` with [`crate::ShadowChirp`] (`stat`, `remove`,
+/// `get_job_attr`, `set_job_attr`, `ulog`) → [`crate::ShadowChirpReply`].
+pub const SHADOW_CHIRP: Route<ShadowChirp, ShadowChirpReply> = Route::new(
+    "POST",
+    "/shadow/chirp",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /shadow/chirp_fetch` with [`crate::ShadowChirp`] (`fetch`) → the
+/// file's bytes (`application/octet-stream`).
+pub const SHADOW_CHIRP_FETCH: Route<ShadowChirp, RawBytes> = Route::new(
+    "POST",
+    "/shadow/chirp_fetch",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /shadow/chirp_put` with a [`crate::ShadowChirp`] (`put`) in the
+/// [`crate::CHIRP_HEADER`] header and the file's bytes as body →
+/// [`crate::Ack`].
+pub const SHADOW_CHIRP_PUT: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/shadow/chirp_put",
+    Some(AuthLevel::Daemon),
+    RequestBody::Streamed,
+);
+
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
     HELLO.spec(),
@@ -575,6 +604,9 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_STARTER_GONE.spec(),
     SHADOW_CHECKPOINT_FILE.spec(),
     SHADOW_CHECKPOINT_COMMIT.spec(),
+    SHADOW_CHIRP.spec(),
+    SHADOW_CHIRP_FETCH.spec(),
+    SHADOW_CHIRP_PUT.spec(),
     SCHEDD_EVICTED_FILES.spec(),
     SCHEDD_EVICTED_FILE.spec(),
     SCHEDD_JOB_SANDBOX_READ.spec(),
@@ -604,7 +636,9 @@ mod tests {
             let limit = r.body.limit();
             match r.path {
                 "/schedd/submit" | "/schedd/matches" => assert_eq!(limit, Some(BULK_BODY_LIMIT)),
-                "/shadow/output_file" | "/shadow/checkpoint_file" => assert_eq!(limit, None),
+                "/shadow/output_file" | "/shadow/checkpoint_file" | "/shadow/chirp_put" => {
+                    assert_eq!(limit, None)
+                }
                 _ => assert!(
                     limit.is_some_and(|l| l <= AD_BODY_LIMIT),
                     "{} takes {limit:?}",

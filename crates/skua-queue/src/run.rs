@@ -484,6 +484,20 @@ impl Queue {
         Ok(p.finish())
     }
 
+    /// A generic event (008) with the job's own text (`skua chirp ulog`)
+    /// in its user log; a job that is not in the queue is an error.
+    pub fn plan_generic_event(&self, id: JobId, info: &str) -> Result<Txn, QueueError> {
+        self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        p.event(
+            id,
+            UserLogEvent::Generic {
+                info: info.to_string(),
+            },
+        );
+        Ok(p.finish())
+    }
+
     /// The upload of a checkpoint of job `id` began (its first file
     /// arrived): the event 040 "Started transferring output files" of a
     /// running job; [`Queue::plan_checkpoint`] writes the "Finished" one.

@@ -97,6 +97,9 @@ pub enum UserLogEvent {
         resident_set_size_kb: Option<i64>,
         proportional_set_size_kb: Option<i64>,
     },
+    /// (008) a line of the job's own (`skua chirp ulog`), at most
+    /// [`GENERIC_INFO_LIMIT`] bytes kept.
+    Generic { info: String },
     /// (009)
     Aborted { reason: Option<String> },
     /// (010)
@@ -178,6 +181,7 @@ impl UserLogEvent {
             UserLogEvent::Evicted { .. } => 4,
             UserLogEvent::Terminated(_) => 5,
             UserLogEvent::ImageSize { .. } => 6,
+            UserLogEvent::Generic { .. } => 8,
             UserLogEvent::Aborted { .. } => 9,
             UserLogEvent::Suspended { .. } => 10,
             UserLogEvent::Unsuspended => 11,
@@ -585,6 +589,9 @@ fn body(out: &mut String, event: &UserLogEvent) {
         UserLogEvent::FileTransfer(step) => {
             let _ = writeln!(out, "{}", step.text());
         }
+        UserLogEvent::Generic { info } => {
+            let _ = writeln!(out, "{}", line(generic_info(info)));
+        }
         UserLogEvent::NodeExecuting {
             node,
             host,
@@ -600,6 +607,18 @@ fn body(out: &mut String, event: &UserLogEvent) {
             terminated_body(out, status, "Node");
         }
     }
+}
+
+/// The most bytes of a generic event's text kept (HTCondor's).
+pub const GENERIC_INFO_LIMIT: usize = 128;
+
+/// `info` cut to [`GENERIC_INFO_LIMIT`] bytes (at a character boundary).
+fn generic_info(info: &str) -> &str {
+    let mut end = info.len().min(GENERIC_INFO_LIMIT);
+    while !info.is_char_boundary(end) {
+        end -= 1;
+    }
+    &info[..end]
 }
 
 /// The body shared by events 005 and 015: how it ended, the four usage
@@ -644,6 +663,21 @@ mod tests {
 
     fn fmt(e: &UserLogEvent) -> String {
         format_event(e, JobId::new(1, 0), T, utc_zone, &FormatOptions::default())
+    }
+
+    #[test]
+    fn a_generic_event_keeps_128_bytes_on_one_line() {
+        let e = UserLogEvent::Generic {
+            info: "stage 2\ndone".into(),
+        };
+        assert_eq!(
+            fmt(&e),
+            "008 (001.000.000) 2026-11-21 12:00:00 stage 2|done\n...\n"
+        );
+        let long = "é".repeat(100);
+        let text = fmt(&UserLogEvent::Generic { info: long });
+        let body = text.lines().next().unwrap().splitn(5, ' ').nth(4).unwrap();
+        assert_eq!(body.len(), 128);
     }
 
     #[test]

@@ -557,6 +557,9 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_UPDATE, post(shadow::update))
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
+        .command(&routes::SHADOW_CHIRP, post(crate::chirp::call))
+        .command(&routes::SHADOW_CHIRP_FETCH, post(crate::chirp::fetch))
+        .command(&routes::SHADOW_CHIRP_PUT, post(crate::chirp::put))
         .command(
             &routes::SCHEDD_EVICTED_FILES,
             post(crate::evicted::evicted_files),

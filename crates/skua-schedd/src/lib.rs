@@ -24,6 +24,7 @@
 //! - `evicted.rs`: the routes of `skua evicted_files`.
 
 pub mod checkpoint;
+pub mod chirp;
 mod claim;
 pub mod daemon;
 mod evicted;

@@ -383,6 +383,12 @@ impl Schedd {
         }
     }
 
+    /// The job's own line in its user log (event 008, `skua chirp ulog`).
+    pub fn generic_event(&mut self, id: JobId, info: &str, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_generic_event(id, info)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
     /// The upload of a checkpoint of job `id` began: logged.
     pub fn checkpoint_upload(&mut self, id: JobId, now: i64) -> Result<(), ScheddError> {
         let txn = self.queue.plan_checkpoint_upload(id)?;

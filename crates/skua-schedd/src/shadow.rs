@@ -56,7 +56,7 @@ pub(crate) async fn starter_gone(
 // ---------------------------------------------------------------------
 // Starter-facing routes.
 
-fn unknown_claim() -> ApiError {
+pub(crate) fn unknown_claim() -> ApiError {
     ApiError::not_found("no job runs under this claim here")
 }
 
@@ -337,7 +337,7 @@ fn fail_run(st: &Shared, claim_id: &str, failure: ShadowFailure) -> ApiError {
 
 /// The rights the shadow uses for the files of the job `ad`: its owner's
 /// (the daemon's own when the schedd is not root).
-fn owner_rights(st: &Shared, ad: &ClassAd) -> Result<Rights, String> {
+pub(crate) fn owner_rights(st: &Shared, ad: &ClassAd) -> Result<Rights, String> {
     let owner = sandbox::string_attr(ad, "Owner").unwrap_or_default();
     st.shadows
         .as_user
@@ -501,7 +501,7 @@ fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::Path
 }
 
 /// The run of `claim_id` if it runs job `job_id`: its job and ad.
-fn run_of(
+pub(crate) fn run_of(
     st: &Shared,
     claim_id: &str,
     job_id: &str,

@@ -12,12 +12,14 @@
 //! - [`backend`]: transparent checkpoint backends (CRIU): dump, restore, detection.
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
 //! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
+//! - [`chirp`]: the job's Chirp proxy (`WantIOProxy`), forwarding to the shadow.
 //! - [`parallel`]: the environment of a parallel job's node, pure.
 //! - [`run`]: the shell.
 
 pub mod backend;
 pub mod cgroup;
 pub mod checkpoint;
+pub mod chirp;
 pub mod parallel;
 pub mod plan;
 pub mod run;

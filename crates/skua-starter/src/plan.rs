@@ -324,6 +324,7 @@ pub fn checkpointable(name: &str, executable: Option<&str>) -> bool {
     !in_image
         && name != ".job.ad"
         && name != ".machine.ad"
+        && name != skua_proto::CHIRP_CONFIG_NAME
         && name != skua_proto::STDOUT_NAME
         && name != skua_proto::STDERR_NAME
         && Some(name) != executable
@@ -471,6 +472,7 @@ pub fn changed_outputs(
         .filter(|n| {
             n != ".job.ad"
                 && n != ".machine.ad"
+                && n != skua_proto::CHIRP_CONFIG_NAME
                 && n != skua_proto::STDOUT_NAME
                 && n != skua_proto::STDERR_NAME
                 && Some(n.as_str()) != executable

@@ -167,6 +167,8 @@ pub struct Settings {
     /// how often a job with `WantCheckpointSignal` gets its
     /// `CheckpointSig` while it runs.
     pub checkpoint_signal_interval: u64,
+    /// `ENABLE_CHIRP`, `ENABLE_CHIRP_IO`, `ENABLE_CHIRP_UPDATES`.
+    pub chirp: crate::chirp::ChirpSettings,
 }
 
 impl Settings {
@@ -184,6 +186,7 @@ impl Settings {
             renice: ctx.knob("JOB_RENICE_INCREMENT")?,
             slot_user,
             base_cgroup: ctx.knob("BASE_CGROUP")?.unwrap_or_default(),
+            chirp: crate::chirp::ChirpSettings::from_context(ctx)?,
             soft_uid_domain: skua_daemon::context::knob_bool(
                 &ctx.config,
                 "SOFT_UID_DOMAIN",
@@ -344,6 +347,7 @@ async fn run_job(
         restored: Vec::new(),
         suspend_requested: false,
         transparent: Default::default(),
+        chirp: None,
     };
     let outcome = starter.go().await;
     starter.transparent_cleanup();
@@ -563,6 +567,8 @@ struct Starter<'a> {
     suspend_requested: bool,
     /// The job's transparent checkpoint backend ([`transparent`]).
     transparent: transparent::Transparent,
+    /// The job's Chirp proxy, once opened (`WantIOProxy`).
+    chirp: Option<crate::chirp::Proxy>,
 }
 
 /// How the job's process ended, as the starter saw it.
@@ -669,6 +675,9 @@ impl Starter<'_> {
             {
                 Ok(c) => {
                     tracing::info!(addr = %moved.shadow_addr, "the shadow moved");
+                    if let Some(proxy) = &self.chirp {
+                        proxy.set_client(c.clone());
+                    }
                     self.client = c;
                     self.shadow_addr = moved.shadow_addr;
                 }
@@ -1041,6 +1050,37 @@ impl Starter<'_> {
         Ok(Some(account))
     }
 
+    /// Opens the job's Chirp proxy if it wants one (once per job): the
+    /// path of its `.chirp.config`.
+    fn chirp_proxy(&mut self) -> Result<Option<String>, String> {
+        if !self
+            .settings
+            .chirp
+            .wanted(plan::bool_attr(&self.job, "WantIOProxy"))
+        {
+            return Ok(None);
+        }
+        if self.chirp.is_none() {
+            let job = crate::chirp::ProxyJob {
+                claim_id: self.spec.claim_id.clone(),
+                job_id: self.spec.job_id.clone(),
+                owner: plan::string_attr(&self.job, "Owner").unwrap_or_default(),
+            };
+            let proxy = crate::chirp::start(
+                self.settings.chirp,
+                self.client.clone(),
+                job,
+                &self.scratch,
+                self.account.as_ref(),
+            )?;
+            self.chirp = Some(proxy);
+        }
+        Ok(self
+            .chirp
+            .as_ref()
+            .map(|p| p.config_path.display().to_string()))
+    }
+
     fn spawn(
         &mut self,
         shared_fs: bool,
@@ -1080,7 +1120,10 @@ impl Starter<'_> {
                 .unwrap_or(1),
             iwd: workdir.display().to_string(),
         };
-        let env = plan::job_environment(&self.job, &facts).map_err(Failure::permanent)?;
+        let mut env = plan::job_environment(&self.job, &facts).map_err(Failure::permanent)?;
+        if let Some(config) = self.chirp_proxy().map_err(Failure::retry)? {
+            env.push((skua_proto::CHIRP_CONFIG_ENV.to_string(), config));
+        }
         // A parallel job's node: its place among the nodes, and Skua's tools in its PATH.
         let env = crate::parallel::add_node_environment(&self.job, env, &node_facts())
             .map_err(Failure::permanent)?;

@@ -816,6 +816,13 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
         None => 0,
     };
     ad.int("JobNotification", notification);
+    // Chirp: the starter's I/O proxy for the job (set only when asked, as
+    // condor_submit does).
+    if let Some(c) = ctx.get(&["want_io_proxy"])? {
+        if ctx.boolean(&c)? {
+            ad.boolean("WantIOProxy", true);
+        }
+    }
     if let Some(c) = ctx.get(&["notify_user"])? {
         ad.str("NotifyUser", &c.value);
     }

@@ -51,6 +51,9 @@ const CASES: &[(&str, &str, &str)] = &[
     ("executable = run.sh\nqueue\n", "Cmd", "\"/home/u/job/run.sh\""),
     ("executable = ./run.sh\nqueue\n", "Cmd", "\"/home/u/job/./run.sh\""),
     ("executable = /bin/sleep\nqueue\n", "Iwd", "\"/home/u/job\""),
+    // chirp: want_io_proxy asks for the starter's I/O proxy
+    ("executable = /bin/sleep\nwant_io_proxy = true\nqueue\n", "WantIOProxy", "true"),
+    ("executable = /bin/sleep\nwant_io_proxy = false\nqueue\n", "WantIOProxy", "<absent>"),
     ("executable = /bin/sleep\ninitialdir = sub\nqueue\n", "Iwd", "\"/home/u/job/sub\""),
     ("executable = /bin/sleep\nqueue\n", "JobStatus", "1"),
     ("executable = /bin/sleep\nqueue\n", "QDate", "1700000000"),
