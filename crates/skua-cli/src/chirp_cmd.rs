@@ -201,6 +201,13 @@ fn load_config() -> Result<ProxyConfig> {
 }
 
 pub fn run(a: ChirpArgs) -> ExitCode {
+    if matches!(
+        a.args.first().map(String::as_str),
+        Some("--help" | "-help" | "-h")
+    ) {
+        println!("Inside a job: remote I/O on the submit side, like condor_chirp.\n\n{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let cmd = match parse(&a.args) {
         Ok(c) => c,
         Err(e) => {
