@@ -16,7 +16,8 @@ use skua_proto::{ChirpJobReply, ChirpJobRequest, ChirpOp, CHIRP_CONFIG_ENV, CHIR
 pub struct ChirpArgs {
     /// `fetch REMOTE LOCAL`, `put [-mode wtacx] [-perm OCTAL] LOCAL|- REMOTE`,
     /// `remove REMOTE`, `stat REMOTE`, `get_job_attr NAME`,
-    /// `set_job_attr NAME EXPR`, `ulog MESSAGE`, `whoami`.
+    /// `set_job_attr NAME EXPR`, `get_job_attr_delayed NAME`,
+    /// `set_job_attr_delayed NAME EXPR`, `ulog MESSAGE`, `whoami`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<String>,
 }
@@ -45,11 +46,16 @@ pub enum Command {
     Ulog { message: String },
     /// `whoami`.
     Whoami,
+    /// `set_job_attr_delayed NAME EXPR`.
+    SetJobAttrDelayed { name: String, value: String },
+    /// `get_job_attr_delayed NAME`.
+    GetJobAttrDelayed { name: String },
 }
 
 const USAGE: &str =
     "usage: skua chirp fetch REMOTE LOCAL | put [-mode wtacx] [-perm OCTAL] LOCAL|- REMOTE | \
-remove REMOTE | stat REMOTE | get_job_attr NAME | set_job_attr NAME EXPR | ulog MESSAGE | whoami";
+remove REMOTE | stat REMOTE | get_job_attr NAME | set_job_attr NAME EXPR | \
+get_job_attr_delayed NAME | set_job_attr_delayed NAME EXPR | ulog MESSAGE | whoami";
 
 /// Parses `condor_chirp`'s command forms.
 pub fn parse(args: &[String]) -> Result<Command, String> {
@@ -121,6 +127,16 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 value: a[1].clone(),
             }
         }
+        "get_job_attr_delayed" => Command::GetJobAttrDelayed {
+            name: exact(1)?[0].clone(),
+        },
+        "set_job_attr_delayed" => {
+            let a = exact(2)?;
+            Command::SetJobAttrDelayed {
+                name: a[0].clone(),
+                value: a[1].clone(),
+            }
+        }
         "ulog" => {
             if rest.is_empty() {
                 return Err(format!("chirp ulog takes a message\n{USAGE}"));
@@ -185,6 +201,13 @@ fn load_config() -> Result<ProxyConfig> {
 }
 
 pub fn run(a: ChirpArgs) -> ExitCode {
+    if matches!(
+        a.args.first().map(String::as_str),
+        Some("--help" | "-help" | "-h")
+    ) {
+        println!("Inside a job: remote I/O on the submit side, like condor_chirp.\n\n{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let cmd = match parse(&a.args) {
         Ok(c) => c,
         Err(e) => {
@@ -354,6 +377,19 @@ fn execute(cmd: &Command) -> Result<()> {
             let reply = exchange(&config, ChirpOp::Whoami, None, None)?;
             println!("{}", reply.value.unwrap_or_default());
         }
+        Command::SetJobAttrDelayed { name, value } => {
+            let op = ChirpOp::SetJobAttrDelayed {
+                name: name.clone(),
+                value: value.clone(),
+            };
+            exchange(&config, op, None, None)
+                .with_context(|| format!("set_job_attr_delayed {name}"))?;
+        }
+        Command::GetJobAttrDelayed { name } => {
+            let op = ChirpOp::GetJobAttrDelayed { name: name.clone() };
+            let reply = exchange(&config, op, None, None)?;
+            println!("{}", reply.value.unwrap_or_default());
+        }
     }
     Ok(())
 }
@@ -407,6 +443,19 @@ mod tests {
             }
         );
         assert_eq!(p(&["whoami"]).unwrap(), Command::Whoami);
+        assert_eq!(
+            p(&["set_job_attr_delayed", "ChirpX", "1"]).unwrap(),
+            Command::SetJobAttrDelayed {
+                name: "ChirpX".into(),
+                value: "1".into()
+            }
+        );
+        assert_eq!(
+            p(&["get_job_attr_delayed", "ChirpX"]).unwrap(),
+            Command::GetJobAttrDelayed {
+                name: "ChirpX".into()
+            }
+        );
         assert_eq!(
             p(&["stat", "x"]).unwrap(),
             Command::Stat { remote: "x".into() }

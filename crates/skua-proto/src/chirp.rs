@@ -75,6 +75,21 @@ pub enum ChirpOp {
     },
     /// The name the proxy knows the job by (its owner).
     Whoami,
+    /// Sets attribute `name` (which must match the execute side's
+    /// `CHIRP_DELAYED_UPDATE_PREFIX`) with the starter's next update
+    /// rather than at once; kept by the starter, never forwarded as such.
+    SetJobAttrDelayed {
+        /// The attribute.
+        name: String,
+        /// A ClassAd expression.
+        value: String,
+    },
+    /// The expression of a delayed attribute this job set (the starter's
+    /// copy).
+    GetJobAttrDelayed {
+        /// The attribute.
+        name: String,
+    },
 }
 
 impl ChirpOp {
@@ -89,6 +104,8 @@ impl ChirpOp {
             ChirpOp::SetJobAttr { .. } => "set_job_attr",
             ChirpOp::Ulog { .. } => "ulog",
             ChirpOp::Whoami => "whoami",
+            ChirpOp::SetJobAttrDelayed { .. } => "set_job_attr_delayed",
+            ChirpOp::GetJobAttrDelayed { .. } => "get_job_attr_delayed",
         }
     }
 

@@ -24,8 +24,9 @@ use skua_proto::{
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 
-/// The `ENABLE_CHIRP*` knobs (HTCondor's defaults: all true).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The `ENABLE_CHIRP*` knobs (HTCondor's defaults: all true) and the
+/// rules of delayed updates.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChirpSettings {
     /// `ENABLE_CHIRP`: a proxy at all.
     pub enable: bool,
@@ -33,6 +34,39 @@ pub struct ChirpSettings {
     pub io: bool,
     /// `ENABLE_CHIRP_UPDATES`: attribute changes and `ulog`.
     pub updates: bool,
+    /// `ENABLE_CHIRP_DELAYED`: `set_job_attr_delayed`,
+    /// `get_job_attr_delayed`.
+    pub delayed: bool,
+    /// `CHIRP_DELAYED_UPDATE_PREFIX` (default `Chirp*`): the names a
+    /// delayed update may set, a list of patterns with `*`, matched
+    /// without regard to case (as HTCondor's code does).
+    pub delayed_prefix: Vec<String>,
+    /// `CHIRP_DELAYED_UPDATE_MAX_ATTRS` (default 100): the most delayed
+    /// attributes a job may set.
+    pub delayed_max: usize,
+}
+
+/// Whether `name` matches one of `patterns` (`*` matches any run of
+/// characters), without regard to case.
+pub fn name_matches(patterns: &[String], name: &str) -> bool {
+    fn glob(p: &[u8], s: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+            Some((c, rest)) => s
+                .split_first()
+                .is_some_and(|(d, srest)| c.eq_ignore_ascii_case(d) && glob(rest, srest)),
+        }
+    }
+    patterns.iter().any(|p| glob(p.as_bytes(), name.as_bytes()))
+}
+
+/// The delayed attributes a job set: name (lower case) → (name, value),
+/// and those not yet sent.
+#[derive(Debug, Default)]
+struct Delayed {
+    values: std::collections::BTreeMap<String, (String, String)>,
+    pending: std::collections::BTreeSet<String>,
 }
 
 impl ChirpSettings {
@@ -42,6 +76,20 @@ impl ChirpSettings {
             enable: knob_bool(&ctx.config, "ENABLE_CHIRP", true)?,
             io: knob_bool(&ctx.config, "ENABLE_CHIRP_IO", true)?,
             updates: knob_bool(&ctx.config, "ENABLE_CHIRP_UPDATES", true)?,
+            delayed: knob_bool(&ctx.config, "ENABLE_CHIRP_DELAYED", true)?,
+            delayed_prefix: ctx
+                .knob("CHIRP_DELAYED_UPDATE_PREFIX")?
+                .unwrap_or_else(|| "Chirp*".to_string())
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+            delayed_max: usize::try_from(skua_daemon::context::knob_u64(
+                &ctx.config,
+                "CHIRP_DELAYED_UPDATE_MAX_ATTRS",
+                100,
+            )?)
+            .unwrap_or(usize::MAX),
         })
     }
 
@@ -64,6 +112,7 @@ pub struct ProxyJob {
 
 /// A running proxy. Dropping it stops it.
 pub struct Proxy {
+    served: Served,
     client: Arc<Mutex<Client>>,
     task: tokio::task::JoinHandle<()>,
     /// The `.chirp.config` file.
@@ -80,6 +129,28 @@ impl Proxy {
     /// Later calls go to the shadow through `client` (after a reconnect).
     pub fn set_client(&self, client: Client) {
         *self.client.lock().unwrap_or_else(|e| e.into_inner()) = client;
+    }
+
+    /// Sends the delayed attributes set since the last time (before the
+    /// starter's exit report). A change the shadow refuses is logged and
+    /// dropped; one that could not be sent is kept for the next time.
+    pub async fn flush_delayed(&self) {
+        self.served.clone().flush_delayed().await;
+    }
+
+    /// [`Proxy::flush_delayed`] in the background (with the starter's
+    /// periodic update, which it never holds up).
+    pub fn flush_delayed_in_background(&self) {
+        let has_pending = !self
+            .served
+            .delayed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pending
+            .is_empty();
+        if has_pending {
+            tokio::spawn(self.served.clone().flush_delayed());
+        }
     }
 }
 
@@ -147,11 +218,13 @@ pub fn start(
     write().map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
     let client = Arc::new(Mutex::new(client));
     let served = Served {
-        settings,
+        settings: Arc::new(settings),
         client: client.clone(),
         job: Arc::new(job),
         cookie: Arc::new(cookie),
+        delayed: Arc::default(),
     };
+    let kept = served.clone();
     let task = tokio::spawn(async move {
         loop {
             match listener.accept().await {
@@ -168,6 +241,7 @@ pub fn start(
     });
     tracing::info!(%addr, "the job's chirp proxy listens");
     Ok(Proxy {
+        served: kept,
         client,
         task,
         config_path,
@@ -176,10 +250,11 @@ pub fn start(
 
 #[derive(Clone)]
 struct Served {
-    settings: ChirpSettings,
+    settings: Arc<ChirpSettings>,
     client: Arc<Mutex<Client>>,
     job: Arc<ProxyJob>,
     cookie: Arc<String>,
+    delayed: Arc<Mutex<Delayed>>,
 }
 
 /// An error of the shadow as the job sees it: the shadow's message.
@@ -198,6 +273,41 @@ async fn send_reply(w: &mut OwnedWriteHalf, reply: &ChirpJobReply) {
 }
 
 impl Served {
+    /// Sends the delayed attributes set since the last time (with the
+    /// starter's update, and before its exit report). A change the shadow
+    /// refuses is logged and dropped; one that could not be sent is kept
+    /// for the next time.
+    async fn flush_delayed(self) {
+        let pending: Vec<(String, String, String)> = {
+            let mut d = self.delayed.lock().unwrap_or_else(|e| e.into_inner());
+            let keys = std::mem::take(&mut d.pending);
+            keys.into_iter()
+                .filter_map(|k| d.values.get(&k).map(|(n, v)| (k, n.clone(), v.clone())))
+                .collect()
+        };
+        for (key, name, value) in pending {
+            let body = self.forward(ChirpOp::SetJobAttr {
+                name: name.clone(),
+                value,
+            });
+            let sent: Result<ShadowChirpReply, NetError> = self
+                .client()
+                .command(&routes::SHADOW_CHIRP, Some(&body))
+                .await;
+            match sent {
+                Ok(_) => {}
+                Err(NetError::Remote { body, .. }) => {
+                    tracing::warn!("delayed update of {name} refused: {}", body.message);
+                }
+                Err(e) => {
+                    tracing::warn!("delayed update of {name} not sent: {e}");
+                    let mut d = self.delayed.lock().unwrap_or_else(|e| e.into_inner());
+                    d.pending.insert(key);
+                }
+            }
+        }
+    }
+
     fn client(&self) -> Client {
         self.client
             .lock()
@@ -246,12 +356,20 @@ impl Served {
         }
         let allowed = match &req.op {
             ChirpOp::Whoami => true,
+            ChirpOp::SetJobAttrDelayed { .. } | ChirpOp::GetJobAttrDelayed { .. } => {
+                self.settings.delayed
+            }
             op if op.is_io() => self.settings.io,
             _ => self.settings.updates,
         };
         if !allowed {
             let knob = if req.op.is_io() {
                 "ENABLE_CHIRP_IO"
+            } else if matches!(
+                req.op,
+                ChirpOp::SetJobAttrDelayed { .. } | ChirpOp::GetJobAttrDelayed { .. }
+            ) {
+                "ENABLE_CHIRP_DELAYED"
             } else {
                 "ENABLE_CHIRP_UPDATES"
             };
@@ -264,6 +382,18 @@ impl Served {
                 value: Some(self.job.owner.clone()),
                 ..ChirpJobReply::default()
             },
+            ChirpOp::SetJobAttrDelayed { name, value } => self.set_delayed(name, value),
+            ChirpOp::GetJobAttrDelayed { name } => {
+                let d = self.delayed.lock().unwrap_or_else(|e| e.into_inner());
+                match d.values.get(&name.to_ascii_lowercase()) {
+                    Some((_, v)) => ChirpJobReply {
+                        ok: true,
+                        value: Some(v.clone()),
+                        ..ChirpJobReply::default()
+                    },
+                    None => ChirpJobReply::failed(format!("no delayed attribute {name} was set")),
+                }
+            }
             op @ ChirpOp::Fetch { .. } => self.fetch(op, &mut w).await,
             op @ ChirpOp::Put { .. } => self.put(op, reader).await,
             op => {
@@ -284,6 +414,35 @@ impl Served {
             }
         };
         send_reply(&mut w, &reply).await;
+    }
+
+    /// Keeps a delayed attribute for the next update, if its name and
+    /// value are acceptable.
+    fn set_delayed(&self, name: String, value: String) -> ChirpJobReply {
+        if !name_matches(&self.settings.delayed_prefix, &name) {
+            tracing::warn!("Got an invalid prefix for updates: {name}");
+            return ChirpJobReply::failed(format!(
+                "attribute {name} does not match CHIRP_DELAYED_UPDATE_PREFIX ({})",
+                self.settings.delayed_prefix.join(", ")
+            ));
+        }
+        if let Err(e) = classad::parse_expr(&value) {
+            return ChirpJobReply::failed(format!("the value of {name}: {e}"));
+        }
+        let key = name.to_ascii_lowercase();
+        let mut d = self.delayed.lock().unwrap_or_else(|e| e.into_inner());
+        if !d.values.contains_key(&key) && d.values.len() >= self.settings.delayed_max {
+            return ChirpJobReply::failed(format!(
+                "too many delayed attributes (CHIRP_DELAYED_UPDATE_MAX_ATTRS = {})",
+                self.settings.delayed_max
+            ));
+        }
+        d.values.insert(key.clone(), (name, value));
+        d.pending.insert(key);
+        ChirpJobReply {
+            ok: true,
+            ..ChirpJobReply::default()
+        }
     }
 
     /// Streams the file from the shadow to the job in `data` frames.
@@ -377,12 +536,15 @@ mod tests {
             enable: true,
             io: true,
             updates: true,
+            delayed: true,
+            delayed_prefix: vec!["Chirp*".into()],
+            delayed_max: 100,
         };
         assert!(on.wanted(true));
         assert!(!on.wanted(false));
         assert!(!ChirpSettings {
             enable: false,
-            ..on
+            ..on.clone()
         }
         .wanted(true));
         assert!(!ChirpSettings {
@@ -391,5 +553,18 @@ mod tests {
             ..on
         }
         .wanted(true));
+    }
+
+    #[test]
+    fn delayed_names_match_the_prefix_patterns_without_regard_to_case() {
+        let p = vec!["Chirp*".to_string(), "*_stage".to_string()];
+        assert!(name_matches(&p, "ChirpStep"));
+        assert!(name_matches(&p, "chirpstep"));
+        assert!(name_matches(&p, "Chirp"));
+        assert!(name_matches(&p, "my_STAGE"));
+        assert!(!name_matches(&p, "Owner"));
+        assert!(!name_matches(&p, "XChirp"));
+        assert!(!name_matches(&[], "Chirp"));
+        assert!(name_matches(&["*".to_string()], "Anything"));
     }
 }

@@ -350,6 +350,10 @@ async fn run_job(
         chirp: None,
     };
     let outcome = starter.go().await;
+    // the job's last delayed attributes before its exit report
+    if let Some(proxy) = &starter.chirp {
+        proxy.flush_delayed().await;
+    }
     starter.transparent_cleanup();
     let usage = starter.meter.final_usage();
     let outcome = match outcome {
@@ -1067,7 +1071,7 @@ impl Starter<'_> {
                 owner: plan::string_attr(&self.job, "Owner").unwrap_or_default(),
             };
             let proxy = crate::chirp::start(
-                self.settings.chirp,
+                self.settings.chirp.clone(),
                 self.client.clone(),
                 job,
                 &self.scratch,
@@ -1317,6 +1321,10 @@ impl Starter<'_> {
             r = &mut call => match r {
                 Ok(_) => {
                     self.contact_ok();
+                    // the job's delayed attributes go with its update
+                    if let Some(proxy) = &self.chirp {
+                        proxy.flush_delayed_in_background();
+                    }
                     None
                 }
                 // The shadow gave this run up (its schedd restarted, or

@@ -41,6 +41,9 @@ $C fetch no-such-file.txt x.txt 2>&1 || echo fetch-missing-refused
 echo "universe=$($C get_job_attr JobUniverse)"
 echo "whoami=$($C whoami)"
 $C set_job_attr ChirpStage '"three"' && echo set-ok
+$C set_job_attr_delayed ChirpDelayed 42 && echo delayed-ok
+echo "delayed=$($C get_job_attr_delayed chirpdelayed)"
+$C set_job_attr_delayed Stage 1 2>&1 || echo delayed-prefix-refused
 $C ulog "hello from the job" && echo ulog-ok
 if $C set_job_attr Owner '"root"' 2>owner.err; then echo OWNER-CHANGED; else echo "owner-refused: $(cat owner.err)"; fi
 read ip port cookie < "$_CONDOR_CHIRP_CONFIG"
@@ -134,6 +137,9 @@ fn a_job_reads_and_writes_the_submit_side_and_its_ad_through_chirp() {
         "whoami=",
         "set-ok",
         "ulog-ok",
+        "delayed-ok",
+        "delayed=42",
+        "delayed-prefix-refused",
         "done",
     ] {
         assert!(out.lines().any(|l| l.starts_with(line)), "{line}: {ctx}");
@@ -177,8 +183,9 @@ fn a_job_reads_and_writes_the_submit_side_and_its_ad_through_chirp() {
     // the proxy's file never comes back as output
     assert!(!work.join(".chirp.config").exists());
     // the attribute stays in the job's ad
-    let hist = pool.ok(&["history", "-af", "ChirpStage", "Owner"]);
-    assert!(hist.starts_with("three "), "{hist}");
+    let hist = pool.ok(&["history", "-af", "ChirpStage", "ChirpDelayed", "Stage"]);
+    assert_eq!(hist.trim(), "three 42 undefined", "{ctx}");
+    assert!(out.contains("CHIRP_DELAYED_UPDATE_PREFIX"), "{ctx}");
 
     // the ulog line is a generic event (008) in the user log
     let log = std::fs::read_to_string(work.join("job.log")).unwrap();
