@@ -55,6 +55,7 @@ mod policy;
 mod queue;
 mod run;
 pub mod userlog;
+pub mod xferq;
 
 pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};
