@@ -130,15 +130,28 @@ pub enum UserLogEvent {
     /// (040) a step of a file transfer (Skua writes the output pair
     /// around each checkpoint upload it stores).
     FileTransfer(FileTransfer),
+    /// (040) a step of a file transfer with its detail lines, as the
+    /// transfer queue writes them: the seconds the transfer waited in the
+    /// queue (a `Started` step after a `Queued` one) and the host the
+    /// input goes to.
+    Transfer {
+        step: FileTransfer,
+        seconds_in_queue: Option<i64>,
+        host: Option<String>,
+    },
 }
 
 /// Which step of a file transfer an event 040 reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileTransfer {
+    /// `Entered queue to transfer input files`.
+    InputQueued,
     /// `Started transferring input files`.
     InputStarted,
     /// `Finished transferring input files`.
     InputFinished,
+    /// `Entered queue to transfer output files`.
+    OutputQueued,
     /// `Started transferring output files`.
     OutputStarted,
     /// `Finished transferring output files`.
@@ -149,8 +162,10 @@ impl FileTransfer {
     /// The event's text.
     pub fn text(self) -> &'static str {
         match self {
+            FileTransfer::InputQueued => "Entered queue to transfer input files",
             FileTransfer::InputStarted => "Started transferring input files",
             FileTransfer::InputFinished => "Finished transferring input files",
+            FileTransfer::OutputQueued => "Entered queue to transfer output files",
             FileTransfer::OutputStarted => "Started transferring output files",
             FileTransfer::OutputFinished => "Finished transferring output files",
         }
@@ -175,7 +190,7 @@ impl UserLogEvent {
             UserLogEvent::Disconnected { .. } => 22,
             UserLogEvent::Reconnected { .. } => 23,
             UserLogEvent::ReconnectFailed { .. } => 24,
-            UserLogEvent::FileTransfer(_) => 40,
+            UserLogEvent::FileTransfer(_) | UserLogEvent::Transfer { .. } => 40,
         }
     }
 }
@@ -556,6 +571,19 @@ fn body(out: &mut String, event: &UserLogEvent) {
         UserLogEvent::FileTransfer(step) => {
             let _ = writeln!(out, "{}", step.text());
         }
+        UserLogEvent::Transfer {
+            step,
+            seconds_in_queue,
+            host,
+        } => {
+            let _ = writeln!(out, "{}", step.text());
+            if let Some(n) = seconds_in_queue {
+                let _ = writeln!(out, "\tSeconds spent in queue: {n}");
+            }
+            if let Some(h) = host.as_deref().filter(|h| !h.is_empty()) {
+                let _ = writeln!(out, "\tTransferring to host: {}", line(h));
+            }
+        }
     }
 }
 
@@ -568,6 +596,29 @@ mod tests {
 
     fn fmt(e: &UserLogEvent) -> String {
         format_event(e, JobId::new(1, 0), T, utc_zone, &FormatOptions::default())
+    }
+
+    #[test]
+    fn transfer_steps_carry_their_detail_lines() {
+        let e = UserLogEvent::Transfer {
+            step: FileTransfer::InputStarted,
+            seconds_in_queue: Some(12),
+            host: Some("<10.0.0.2:9618>".into()),
+        };
+        assert_eq!(
+            fmt(&e),
+            "040 (001.000.000) 2026-11-21 12:00:00 Started transferring input files\n\
+             \tSeconds spent in queue: 12\n\tTransferring to host: <10.0.0.2:9618>\n...\n"
+        );
+        let e = UserLogEvent::Transfer {
+            step: FileTransfer::OutputQueued,
+            seconds_in_queue: None,
+            host: None,
+        };
+        assert_eq!(
+            fmt(&e),
+            "040 (001.000.000) 2026-11-21 12:00:00 Entered queue to transfer output files\n...\n"
+        );
     }
 
     #[test]

@@ -210,7 +210,27 @@ fn events() -> Vec<(JobId, UserLogEvent)> {
                 subcode: 0,
             },
         ),
+        (
+            a,
+            transfer(FileTransfer::InputQueued, None, Some("<10.0.0.2:9618>")),
+        ),
+        (
+            a,
+            transfer(FileTransfer::InputStarted, Some(7), Some("<10.0.0.2:9618>")),
+        ),
+        (a, transfer(FileTransfer::InputFinished, None, None)),
+        (a, transfer(FileTransfer::OutputQueued, None, None)),
+        (a, transfer(FileTransfer::OutputStarted, Some(0), None)),
+        (a, transfer(FileTransfer::OutputFinished, None, None)),
     ]
+}
+
+fn transfer(step: FileTransfer, seconds_in_queue: Option<i64>, host: Option<&str>) -> UserLogEvent {
+    UserLogEvent::Transfer {
+        step,
+        seconds_in_queue,
+        host: host.map(String::from),
+    }
 }
 
 fn skip_or_fail(why: &str) {
@@ -288,6 +308,12 @@ fn htcondor_reads_the_event_log() {
             "FILE_TRANSFER",
             "FILE_TRANSFER",
             "JOB_EVICTED",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
         ]
     );
     for (g, (id, _)) in got.iter().zip(&evs) {
@@ -389,4 +415,12 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(20, "Type"), Json::from(6));
     assert_eq!(attr(21, "Checkpointed"), Json::from(true));
     assert_eq!(attr(21, "Reason"), Json::from("vacated by the startd"));
+    // the six forms, FileTransferEventType 1 to 6, with their details
+    for (i, ty) in (22..28).zip(1..7) {
+        assert_eq!(attr(i, "Type"), Json::from(ty), "event #{i}");
+    }
+    assert_eq!(attr(22, "Host"), Json::from("<10.0.0.2:9618>"));
+    assert_eq!(attr(23, "QueueingDelay"), Json::from(7));
+    assert_eq!(attr(23, "Host"), Json::from("<10.0.0.2:9618>"));
+    assert_eq!(attr(26, "QueueingDelay"), Json::from(0));
 }
