@@ -20,6 +20,7 @@ pub mod routes;
 mod schedd;
 mod shadow;
 mod startd;
+mod xferq;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
 pub use collector::{AdUpdate, Invalidate, Query, QueryReply, ANY_AD_TYPE};
@@ -51,6 +52,7 @@ pub use startd::{
     DrainRequest, MatchNotice, ReconnectRequest, ReleaseRequest, ShadowMoved, SlotStates,
     StarterDone, StarterHold, StarterMessage, StarterSpec, VacateRequest, STARTER_EXIT_LOST_SHADOW,
 };
+pub use xferq::{TransferDirection, TransferQueueReply, TransferQueueRequest, TransferStep};
 
 use serde::{Deserialize, Serialize};
 

@@ -492,6 +492,17 @@ pub const SHADOW_STARTER_GONE: Route<StarterGone, Ack> = Route::new(
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
+/// `POST /shadow/transfer_queue` with [`crate::TransferQueueRequest`] →
+/// [`crate::TransferQueueReply`]: a starter's turn in the submit side's
+/// transfer queue, its progress and its end.
+pub const SHADOW_TRANSFER_QUEUE: Route<crate::TransferQueueRequest, crate::TransferQueueReply> =
+    Route::new(
+        "POST",
+        "/shadow/transfer_queue",
+        Some(AuthLevel::Daemon),
+        RequestBody::Buffered(COMMAND_BODY_LIMIT),
+    );
+
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
     HELLO.spec(),
@@ -529,6 +540,7 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_UPDATE.spec(),
     SHADOW_EXIT.spec(),
     SHADOW_STARTER_GONE.spec(),
+    SHADOW_TRANSFER_QUEUE.spec(),
     SHADOW_CHECKPOINT_FILE.spec(),
     SHADOW_CHECKPOINT_COMMIT.spec(),
     SCHEDD_EVICTED_FILES.spec(),
