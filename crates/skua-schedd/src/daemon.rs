@@ -528,6 +528,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         300,
     )?);
     shadows.checkpoint_root = settings.checkpoint_root.clone();
+    shadows.transfers = crate::xferq::Transfers::new(crate::xferq::limits_from(&ctx)?);
     let shadows = Arc::new(shadows);
     // the runs to reconnect to are known before the starters can call
     let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
@@ -556,6 +557,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_UPDATE, post(shadow::update))
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
+        .command(
+            &routes::SHADOW_TRANSFER_QUEUE,
+            post(crate::xferq::transfer_queue),
+        )
         .command(
             &routes::SCHEDD_EVICTED_FILES,
             post(crate::evicted::evicted_files),

@@ -20,5 +20,6 @@ pub mod checkpoint;
 pub mod plan;
 pub mod run;
 pub mod usage;
+mod xferq;
 
 pub use run::{run, Inbox, Settings, Signals};
