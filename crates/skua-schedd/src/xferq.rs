@@ -70,8 +70,10 @@ pub(crate) fn limits_from(ctx: &DaemonContext) -> anyhow::Result<Limits> {
     Ok(Limits {
         max_uploads: clamp(max_uploads),
         max_downloads: clamp(max_downloads),
-        max_uploads_per_user: clamp(knob_u64(config, "MAX_CONCURRENT_UPLOADS_PER_USER", 0)?),
-        max_downloads_per_user: clamp(knob_u64(config, "MAX_CONCURRENT_DOWNLOADS_PER_USER", 0)?),
+        // HTCondor's MAX_CONCURRENT_UPLOADS_PER_USER limits matches, not
+        // the queue: not read here
+        max_uploads_per_user: 0,
+        max_downloads_per_user: 0,
         bytes_required: knob_u64(
             config,
             "BYTES_REQUIRED_TO_QUEUE_FOR_TRANSFER",
