@@ -83,8 +83,10 @@ impl Queue {
         let mut seconds_in_queue = None;
         match step {
             FileTransfer::InputQueued | FileTransfer::OutputQueued => {
+                // (condor_q -io shows `<q` or `q>`: the direction's flag
+                // and the queued one)
                 p.set(id, TRANSFER_QUEUED, &bool_lit(true));
-                p.set(id, flag, &bool_lit(false));
+                p.set(id, flag, &bool_lit(true));
                 p.set_int(id, queued, now);
             }
             FileTransfer::InputStarted | FileTransfer::OutputStarted => {
