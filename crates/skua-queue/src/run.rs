@@ -556,6 +556,7 @@ impl Queue {
         p.delete(id, ad, CLAIM_ID);
         p.delete(id, ad, STARTD_IP_ADDR);
         p.delete(id, ad, JOB_DISCONNECTED_DATE);
+        crate::transfer::clear_flags(p, id, ad);
     }
 
     pub(crate) fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {

@@ -39,6 +39,16 @@ fn bool_lit(b: bool) -> Expr {
     Expr::Lit(Value::Bool(b))
 }
 
+/// A run ended: no transfer of it waits or runs any more (a flag left
+/// true is set false).
+pub(crate) fn clear_flags(p: &mut Planner<'_>, id: JobId, ad: &classad::ClassAd) {
+    for name in [TRANSFER_QUEUED, TRANSFERRING_INPUT, TRANSFERRING_OUTPUT] {
+        if matches!(ad.lookup(name), Some(Expr::Lit(Value::Bool(true)))) {
+            p.set(id, name, &bool_lit(false));
+        }
+    }
+}
+
 impl Queue {
     /// A step of a file transfer of the running job `id` at `now`: its
     /// attributes and its event 040. `host` (the execute side's address)

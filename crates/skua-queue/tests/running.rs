@@ -605,3 +605,31 @@ fn transfer_steps_keep_htcondors_attributes_and_write_their_events() {
     assert_eq!(num(&q, id, "TransferOutFinished"), Some((NOW + 21) as f64));
     assert_eq!(flag(&q, "TransferringOutput").as_deref(), Some("false"));
 }
+
+#[test]
+fn a_run_that_ends_mid_transfer_leaves_no_transfer_flag_set() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_transfer(id, FileTransfer::InputQueued, None, 0, NOW)
+        .unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_run_ended(
+            id,
+            &RunEnd::Evicted {
+                reason: "vacated".into(),
+            },
+            Rusage::default(),
+            5,
+            NOW + 3,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    let flag = |name: &str| q.job(id).unwrap().lookup(name).map(classad::unparse);
+    assert_eq!(flag("TransferQueued").as_deref(), Some("false"));
+    assert_eq!(flag("TransferringInput").as_deref(), Some("false"));
+}
