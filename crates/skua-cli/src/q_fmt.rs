@@ -307,6 +307,76 @@ pub fn format_held(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> Str
     out
 }
 
+/// A byte count as condor_q's `-io` shows it (`40.0 MB`).
+fn metric_units(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B ", "KB", "MB", "GB", "TB"];
+    let mut v = bytes;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", UNITS[i])
+}
+
+fn flag(ad: &ClassAd, name: &str) -> bool {
+    matches!(lit(ad, name), Some(Value::Bool(true)))
+}
+
+/// `-io`: the jobs transferring files (or waiting in the transfer
+/// queue), with the bytes they received (`BytesRecvd`, their input) and
+/// sent (`BytesSent`, their output), as condor_q's: `ST` is `<` for input,
+/// `>` for output, `<q`/`q>` while queued; `MISC` says which.
+pub fn format_io(ads: &[ClassAd], all: Option<&Totals>, ctx: &QContext) -> String {
+    let mut out = header(ctx);
+    out.push_str(" ID        OWNER            RUNS ST    INPUT     OUTPUT       RATE MISC\n");
+    for ad in sorted(ads) {
+        let (input, output, queued) = (
+            flag(ad, "TransferringInput"),
+            flag(ad, "TransferringOutput"),
+            flag(ad, "TransferQueued"),
+        );
+        if !(input || output || queued) {
+            continue;
+        }
+        let st = match (input, output, queued) {
+            (true, _, true) => "<q".to_string(),
+            (true, _, false) => "<".to_string(),
+            (false, true, true) => "q>".to_string(),
+            (false, true, false) => ">".to_string(),
+            _ => status_letter(status(ad)).to_string(),
+        };
+        let mut misc: Vec<&str> = Vec::new();
+        if input {
+            misc.push("in");
+        }
+        if output {
+            misc.push("out");
+        }
+        if queued {
+            misc.push("queued");
+        }
+        let (c, p) = job_id(ad);
+        let recvd = real(ad, "BytesRecvd").unwrap_or(0.0);
+        let sent = real(ad, "BytesSent").unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "{:>6}.{:<3} {:<14} {:>6} {:<2} {:>10} {:>10} {:>10} transfer={}",
+            c,
+            p,
+            owner(ad),
+            int(ad, "NumJobStarts").unwrap_or(0),
+            st,
+            metric_units(recvd),
+            metric_units(sent),
+            metric_units(recvd + sent),
+            misc.join(",")
+        );
+    }
+    out.push_str(&totals_block(ads, all, ctx));
+    out
+}
+
 /// `-run`: running jobs (also transferring output or suspended, as
 /// condor_q's `-run` selects them) with where; no totals (condor_q prints
 /// none for this view).
@@ -724,6 +794,42 @@ mod tests {
             only_mine: true,
             label: None,
         }
+    }
+
+    #[test]
+    fn io_shows_transferring_jobs_with_their_bytes() {
+        let with = |c, extra: &str| {
+            let mut ad = job(c, 0, "ann", 2);
+            let more = classad::parse_ad(&format!("[ NumJobStarts = 1; {extra} ]")).unwrap();
+            for (n, e) in more.iter_chained() {
+                ad.insert(n.as_str(), e.clone());
+            }
+            ad
+        };
+        let ads = vec![
+            with(1, "TransferringInput = true; TransferQueued = false; BytesRecvd = 1048576.0"),
+            with(2, "TransferringOutput = true; TransferQueued = true; BytesRecvd = 512.0; BytesSent = 0.0"),
+            with(3, "TransferringInput = false; TransferringOutput = false; TransferQueued = false"),
+        ];
+        let text = format_io(&ads, None, &ctx());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[3],
+            " ID        OWNER            RUNS ST    INPUT     OUTPUT       RATE MISC"
+        );
+        assert_eq!(
+            lines[4],
+            "     1.0   ann                 1 <      1.0 MB     0.0 B      1.0 MB transfer=in"
+        );
+        assert_eq!(
+            lines[5],
+            "     2.0   ann                 1 q>   512.0 B      0.0 B    512.0 B  transfer=out,queued"
+        );
+        assert!(
+            !text.contains("     3.0"),
+            "a job not transferring is not listed:\n{text}"
+        );
+        assert!(text.contains("3 jobs;"), "the totals line:\n{text}");
     }
 
     #[test]

@@ -150,6 +150,9 @@ pub struct QArgs {
     /// Only held jobs, with their hold reasons.
     #[arg(long, alias = "held")]
     hold: bool,
+    /// Jobs transferring files, with the bytes they moved (condor_q -io).
+    #[arg(long)]
+    io: bool,
     /// Only running jobs (also suspended or transferring output), with
     /// where they run.
     #[arg(long)]
@@ -253,6 +256,7 @@ const TABLE_ATTRS: &[&str] = &[
 enum View {
     Totals,
     Hold,
+    Io,
     Batches,
     Dag,
     Run,
@@ -266,6 +270,8 @@ impl View {
             View::Totals
         } else if a.hold {
             View::Hold
+        } else if a.io {
+            View::Io
         } else if !(a.nobatch || a.run || a.idle) {
             View::Batches
         } else if a.dag {
@@ -589,6 +595,7 @@ fn q_section(
             out
         }
         View::Hold => q_fmt::format_held(ads, all, ctx),
+        View::Io => q_fmt::format_io(ads, all, ctx),
         View::Batches => q_fmt::format_batches(batches, all, ctx),
         View::Dag => q_fmt::format_dag(ads, all, ctx),
         View::Run => q_fmt::format_running(ads, ctx),
@@ -1408,6 +1415,7 @@ mod tests {
         assert_eq!(View::of(&q(&["--dag", "--nobatch"])), View::Dag);
         assert_eq!(View::of(&q(&["--totals", "--hold"])), View::Totals);
         assert_eq!(View::of(&q(&["--idle"])), View::Idle);
+        assert_eq!(View::of(&q(&["--io"])), View::Io);
     }
 
     #[test]

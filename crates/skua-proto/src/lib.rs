@@ -22,6 +22,7 @@ mod sandbox;
 mod schedd;
 mod shadow;
 mod startd;
+mod xferq;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
 pub use chirp::{
@@ -62,6 +63,7 @@ pub use startd::{
     DrainRequest, MatchNotice, ReconnectRequest, ReleaseRequest, ShadowMoved, SlotStates,
     StarterDone, StarterHold, StarterMessage, StarterSpec, VacateRequest, STARTER_EXIT_LOST_SHADOW,
 };
+pub use xferq::{TransferDirection, TransferQueueReply, TransferQueueRequest, TransferStep};
 
 use serde::{Deserialize, Serialize};
 

@@ -564,6 +564,16 @@ pub const SHADOW_CHIRP_PUT: Route<RawBytes, Ack> = Route::new(
     Some(AuthLevel::Daemon),
     RequestBody::Streamed,
 );
+/// `POST /shadow/transfer_queue` with [`crate::TransferQueueRequest`] →
+/// [`crate::TransferQueueReply`]: a starter's turn in the submit side's
+/// transfer queue, its progress and its end.
+pub const SHADOW_TRANSFER_QUEUE: Route<crate::TransferQueueRequest, crate::TransferQueueReply> =
+    Route::new(
+        "POST",
+        "/shadow/transfer_queue",
+        Some(AuthLevel::Daemon),
+        RequestBody::Buffered(COMMAND_BODY_LIMIT),
+    );
 
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
@@ -602,6 +612,7 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_UPDATE.spec(),
     SHADOW_EXIT.spec(),
     SHADOW_STARTER_GONE.spec(),
+    SHADOW_TRANSFER_QUEUE.spec(),
     SHADOW_CHECKPOINT_FILE.spec(),
     SHADOW_CHECKPOINT_COMMIT.spec(),
     SHADOW_CHIRP.spec(),

@@ -54,7 +54,10 @@ mod plan;
 mod policy;
 mod queue;
 mod run;
+mod transfer;
 pub mod userlog;
+pub mod xferq;
+pub use transfer::{BYTES_RECVD, BYTES_SENT};
 
 pub use autocluster::AutoCluster;
 pub use mutation::{Mutation, Txn};

@@ -570,9 +570,10 @@ impl Queue {
         p.delete(id, ad, CLAIM_ID);
         p.delete(id, ad, STARTD_IP_ADDR);
         p.delete(id, ad, JOB_DISCONNECTED_DATE);
+        crate::transfer::clear_flags(p, id, ad);
     }
 
-    fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {
+    pub(crate) fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {
         self.job(id)
             .ok_or_else(|| QueueError::NotFound(format!("job {id} is not in the queue")))
     }

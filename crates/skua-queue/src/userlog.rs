@@ -144,15 +144,28 @@ pub enum UserLogEvent {
     /// Terminated event, its byte lines worded `... By Node`. The header's
     /// subproc field is the node.
     NodeTerminated { node: u32, status: Box<ExitStatus> },
+    /// (040) a step of a file transfer with its detail lines, as the
+    /// transfer queue writes them: the seconds the transfer waited in the
+    /// queue (a `Started` step after a `Queued` one) and the host the
+    /// input goes to.
+    Transfer {
+        step: FileTransfer,
+        seconds_in_queue: Option<i64>,
+        host: Option<String>,
+    },
 }
 
 /// Which step of a file transfer an event 040 reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileTransfer {
+    /// `Entered queue to transfer input files`.
+    InputQueued,
     /// `Started transferring input files`.
     InputStarted,
     /// `Finished transferring input files`.
     InputFinished,
+    /// `Entered queue to transfer output files`.
+    OutputQueued,
     /// `Started transferring output files`.
     OutputStarted,
     /// `Finished transferring output files`.
@@ -163,8 +176,10 @@ impl FileTransfer {
     /// The event's text.
     pub fn text(self) -> &'static str {
         match self {
+            FileTransfer::InputQueued => "Entered queue to transfer input files",
             FileTransfer::InputStarted => "Started transferring input files",
             FileTransfer::InputFinished => "Finished transferring input files",
+            FileTransfer::OutputQueued => "Entered queue to transfer output files",
             FileTransfer::OutputStarted => "Started transferring output files",
             FileTransfer::OutputFinished => "Finished transferring output files",
         }
@@ -190,7 +205,7 @@ impl UserLogEvent {
             UserLogEvent::Disconnected { .. } => 22,
             UserLogEvent::Reconnected { .. } => 23,
             UserLogEvent::ReconnectFailed { .. } => 24,
-            UserLogEvent::FileTransfer(_) => 40,
+            UserLogEvent::FileTransfer(_) | UserLogEvent::Transfer { .. } => 40,
             UserLogEvent::NodeExecuting { .. } => 14,
             UserLogEvent::NodeTerminated { .. } => 15,
         }
@@ -606,6 +621,19 @@ fn body(out: &mut String, event: &UserLogEvent) {
             let _ = writeln!(out, "Node {node} terminated.");
             terminated_body(out, status, "Node");
         }
+        UserLogEvent::Transfer {
+            step,
+            seconds_in_queue,
+            host,
+        } => {
+            let _ = writeln!(out, "{}", step.text());
+            if let Some(n) = seconds_in_queue {
+                let _ = writeln!(out, "\tSeconds spent in queue: {n}");
+            }
+            if let Some(h) = host.as_deref().filter(|h| !h.is_empty()) {
+                let _ = writeln!(out, "\tTransferring to host: {}", line(h));
+            }
+        }
     }
 }
 
@@ -678,6 +706,29 @@ mod tests {
         let text = fmt(&UserLogEvent::Generic { info: long });
         let body = text.lines().next().unwrap().splitn(5, ' ').nth(4).unwrap();
         assert_eq!(body.len(), 128);
+    }
+
+    #[test]
+    fn transfer_steps_carry_their_detail_lines() {
+        let e = UserLogEvent::Transfer {
+            step: FileTransfer::InputStarted,
+            seconds_in_queue: Some(12),
+            host: Some("<10.0.0.2:9618>".into()),
+        };
+        assert_eq!(
+            fmt(&e),
+            "040 (001.000.000) 2026-11-21 12:00:00 Started transferring input files\n\
+             \tSeconds spent in queue: 12\n\tTransferring to host: <10.0.0.2:9618>\n...\n"
+        );
+        let e = UserLogEvent::Transfer {
+            step: FileTransfer::OutputQueued,
+            seconds_in_queue: None,
+            host: None,
+        };
+        assert_eq!(
+            fmt(&e),
+            "040 (001.000.000) 2026-11-21 12:00:00 Entered queue to transfer output files\n...\n"
+        );
     }
 
     #[test]

@@ -533,3 +533,103 @@ fn checkpoints_are_counted_and_commit_the_work_they_keep() {
         Err(QueueError::Conflict(_))
     ));
 }
+
+#[test]
+fn transfer_steps_keep_htcondors_attributes_and_write_their_events() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let flag = |q: &Queue, name: &str| q.job(id).unwrap().lookup(name).map(classad::unparse);
+    let host = Some("<10.0.0.2:9618>");
+    // input: queued at +0, started at +5, 300 bytes in two reports
+    let t = q
+        .plan_transfer(id, FileTransfer::InputQueued, host, 0, NOW)
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(flag(&q, "TransferQueued").as_deref(), Some("true"));
+    assert_eq!(num(&q, id, "TransferInQueued"), Some(NOW as f64));
+    let t = q
+        .plan_transfer(id, FileTransfer::InputStarted, host, 0, NOW + 5)
+        .unwrap();
+    match &t.events[..] {
+        [(
+            _,
+            UserLogEvent::Transfer {
+                step: FileTransfer::InputStarted,
+                seconds_in_queue: Some(5),
+                host: Some(h),
+            },
+        )] => assert_eq!(h, "<10.0.0.2:9618>"),
+        other => panic!("unexpected events {other:?}"),
+    }
+    commit(&mut q, &t);
+    assert_eq!(flag(&q, "TransferQueued").as_deref(), Some("false"));
+    assert_eq!(flag(&q, "TransferringInput").as_deref(), Some("true"));
+    assert_eq!(num(&q, id, "NumInputTransferStarts"), Some(1.0));
+    let t = q.plan_transfer_progress(id, true, 100).unwrap();
+    commit(&mut q, &t);
+    assert!(t.events.is_empty());
+    assert_eq!(num(&q, id, "BytesRecvd"), Some(100.0));
+    let t = q
+        .plan_transfer(id, FileTransfer::InputFinished, host, 200, NOW + 9)
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(flag(&q, "TransferringInput").as_deref(), Some("false"));
+    assert_eq!(num(&q, id, "TransferInFinished"), Some((NOW + 9) as f64));
+    assert_eq!(num(&q, id, "BytesRecvd"), Some(300.0));
+    // output that bypassed the queue: no seconds in queue, no host
+    let t = q
+        .plan_transfer(id, FileTransfer::OutputStarted, host, 0, NOW + 20)
+        .unwrap();
+    assert!(matches!(
+        t.events[..],
+        [(
+            _,
+            UserLogEvent::Transfer {
+                step: FileTransfer::OutputStarted,
+                seconds_in_queue: None,
+                host: None,
+            },
+        )]
+    ));
+    commit(&mut q, &t);
+    assert_eq!(flag(&q, "TransferringOutput").as_deref(), Some("true"));
+    assert_eq!(num(&q, id, "NumOutputTransferStarts"), Some(1.0));
+    let t = q
+        .plan_transfer(id, FileTransfer::OutputFinished, None, 42, NOW + 21)
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(num(&q, id, "BytesSent"), Some(42.0));
+    assert_eq!(num(&q, id, "TransferOutFinished"), Some((NOW + 21) as f64));
+    assert_eq!(flag(&q, "TransferringOutput").as_deref(), Some("false"));
+}
+
+#[test]
+fn a_run_that_ends_mid_transfer_leaves_no_transfer_flag_set() {
+    let mut q = Queue::new();
+    let c = submit(&mut q, "alice", vec![job("")]);
+    let id = JobId::new(c, 0);
+    let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_transfer(id, FileTransfer::InputQueued, None, 0, NOW)
+        .unwrap();
+    commit(&mut q, &t);
+    let t = q
+        .plan_run_ended(
+            id,
+            &RunEnd::Evicted {
+                reason: "vacated".into(),
+            },
+            Rusage::default(),
+            5,
+            NOW + 3,
+        )
+        .unwrap();
+    commit(&mut q, &t);
+    let flag = |name: &str| q.job(id).unwrap().lookup(name).map(classad::unparse);
+    assert_eq!(flag("TransferQueued").as_deref(), Some("false"));
+    assert_eq!(flag("TransferringInput").as_deref(), Some("false"));
+}

@@ -265,7 +265,27 @@ fn events() -> Vec<(JobId, UserLogEvent)> {
                 },
             ),
         ),
+        (
+            a,
+            transfer(FileTransfer::InputQueued, None, Some("<10.0.0.2:9618>")),
+        ),
+        (
+            a,
+            transfer(FileTransfer::InputStarted, Some(7), Some("<10.0.0.2:9618>")),
+        ),
+        (a, transfer(FileTransfer::InputFinished, None, None)),
+        (a, transfer(FileTransfer::OutputQueued, None, None)),
+        (a, transfer(FileTransfer::OutputStarted, Some(0), None)),
+        (a, transfer(FileTransfer::OutputFinished, None, None)),
     ]
+}
+
+fn transfer(step: FileTransfer, seconds_in_queue: Option<i64>, host: Option<&str>) -> UserLogEvent {
+    UserLogEvent::Transfer {
+        step,
+        seconds_in_queue,
+        host: host.map(String::from),
+    }
 }
 
 fn skip_or_fail(why: &str) {
@@ -347,6 +367,12 @@ fn htcondor_reads_the_event_log() {
             "NODE_EXECUTE",
             "NODE_TERMINATED",
             "NODE_TERMINATED",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
+            "FILE_TRANSFER",
         ]
     );
     for (g, (id, _)) in got.iter().zip(&evs) {
@@ -476,4 +502,12 @@ fn htcondor_reads_the_event_log() {
     assert_eq!(attr(25, "Node"), Json::from(0));
     assert_eq!(attr(25, "TerminatedNormally"), Json::from(false));
     assert_eq!(attr(25, "TerminatedBySignal"), Json::from(9));
+    // the six forms, FileTransferEventType 1 to 6, with their details
+    for (i, ty) in (26..32).zip(1..7) {
+        assert_eq!(attr(i, "Type"), Json::from(ty), "event #{i}");
+    }
+    assert_eq!(attr(26, "Host"), Json::from("<10.0.0.2:9618>"));
+    assert_eq!(attr(27, "QueueingDelay"), Json::from(7));
+    assert_eq!(attr(27, "Host"), Json::from("<10.0.0.2:9618>"));
+    assert_eq!(attr(30, "QueueingDelay"), Json::from(0));
 }

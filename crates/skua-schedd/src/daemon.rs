@@ -529,6 +529,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     )?);
     shadows.checkpoint_root = settings.checkpoint_root.clone();
     shadows.ssh_to_job = expr_knob(&ctx, "SCHEDD_ENABLE_SSH_TO_JOB")?;
+    shadows.transfers = crate::xferq::Transfers::new(crate::xferq::limits_from(&ctx)?);
     let shadows = Arc::new(shadows);
     // the runs to reconnect to are known before the starters can call
     let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
@@ -560,6 +561,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_CHIRP, post(crate::chirp::call))
         .command(&routes::SHADOW_CHIRP_FETCH, post(crate::chirp::fetch))
         .command(&routes::SHADOW_CHIRP_PUT, post(crate::chirp::put))
+        .command(
+            &routes::SHADOW_TRANSFER_QUEUE,
+            post(crate::xferq::transfer_queue),
+        )
         .command(
             &routes::SCHEDD_EVICTED_FILES,
             post(crate::evicted::evicted_files),

@@ -39,5 +39,6 @@ mod shadow;
 mod shared;
 pub mod store;
 pub mod userlog;
+mod xferq;
 
 pub use schedd::{JobFilter, Schedd, ScheddError, ScheddSettings, Submitted};

@@ -186,6 +186,8 @@ pub(crate) struct Shadows {
     /// Per job with checkpoints being made durable after their replies:
     /// their order and outcome (see [`CommitLane`]).
     commit_lanes: Mutex<HashMap<JobId, CommitLane>>,
+    /// The transfer queue (`xferq.rs`).
+    pub transfers: crate::xferq::Transfers,
 }
 
 /// A job's checkpoint lane. Each commit answered before its checkpoint
@@ -230,6 +232,7 @@ impl Shadows {
             ssh_to_job: None,
             finished: Mutex::new(std::collections::VecDeque::new()),
             commit_lanes: Mutex::new(HashMap::new()),
+            transfers: crate::xferq::Transfers::default(),
         }
     }
 

@@ -395,6 +395,32 @@ impl Schedd {
         self.commit_as(txn, now, Sync::Relaxed)
     }
 
+    /// A step of a file transfer of job `id` (the transfer queue's):
+    /// its attributes and event 040.
+    pub fn transfer_step(
+        &mut self,
+        id: JobId,
+        step: skua_queue::FileTransfer,
+        host: Option<&str>,
+        bytes: u64,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_transfer(id, step, host, bytes, now)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
+    /// `bytes` more of a transfer of job `id` moved.
+    pub fn transfer_progress(
+        &mut self,
+        id: JobId,
+        input: bool,
+        bytes: u64,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_transfer_progress(id, input, bytes)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
     /// Checkpoint `number` of job `id` (made by the transparent
     /// `backend`, if any) was stored: recorded in its ad.
     pub fn checkpoint_stored(

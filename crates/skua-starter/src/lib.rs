@@ -24,5 +24,6 @@ pub mod parallel;
 pub mod plan;
 pub mod run;
 pub mod usage;
+mod xferq;
 
 pub use run::{run, Inbox, Settings, Signals};

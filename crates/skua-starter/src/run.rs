@@ -28,7 +28,9 @@ use crate::checkpoint::{CheckpointError, TransferError, ENOENT, HOLD_TRANSFER_OU
 mod transparent;
 use crate::plan::{self, RunAs, Stamp};
 use crate::usage::UsageMeter;
+use crate::xferq::Transfer;
 use skua_daemon::account::{run_as_thread, Account, AsUser, Rights};
+use skua_proto::TransferDirection;
 use std::sync::Arc;
 
 /// What the starter was asked to do by a signal (or by the startd going
@@ -781,7 +783,22 @@ impl Starter<'_> {
         let scratch = self.scratch.clone();
         let claim_id = self.spec.claim_id.clone();
         let (as_user, rights) = (self.as_user.clone(), self.rights());
-        let fetch = fetch_inputs(&client, &claim_id, &scratch, &inputs, &as_user, &rights);
+        let job_id = self.spec.job_id.clone();
+        let fetch = async {
+            // a turn in the submit side's transfer queue first
+            let mut xfer = Transfer::new(&client, &claim_id, &job_id, TransferDirection::In);
+            if !shared_fs {
+                xfer.turn(inputs.iter().map(|e| e.size).sum()).await;
+            }
+            fetch_inputs(
+                &client, &claim_id, &scratch, &inputs, &as_user, &rights, &mut xfer,
+            )
+            .await?;
+            if !shared_fs {
+                xfer.done().await;
+            }
+            Ok::<(), Failure>(())
+        };
         tokio::pin!(fetch);
         loop {
             tokio::select! {
@@ -1696,9 +1713,20 @@ impl Starter<'_> {
                 names.push(name.to_string());
             }
         }
+        // a turn in the submit side's transfer queue first
+        let total = names
+            .iter()
+            .filter_map(|n| std::fs::symlink_metadata(self.scratch.join(n)).ok())
+            .map(|m| m.len())
+            .sum();
+        let (claim_id, job_id) = (&self.spec.claim_id, &self.spec.job_id);
+        let mut xfer = Transfer::new(&self.client, claim_id, job_id, TransferDirection::Out);
+        xfer.turn(total).await;
         for name in names {
-            self.send_output(&name).await?;
+            let n = self.send_output(&name).await?;
+            xfer.moved(n).await;
         }
+        xfer.done().await;
         Ok(missing.first().map(|item| {
             format!(
                 "transferring output files failed: error reading from {}: (errno {ENOENT}) No such file or directory",
@@ -1707,7 +1735,8 @@ impl Starter<'_> {
         }))
     }
 
-    async fn send_output(&mut self, name: &str) -> Result<(), OutputError> {
+    /// Sends the output `name`; gives its size.
+    async fn send_output(&mut self, name: &str) -> Result<u64, OutputError> {
         let path = self.scratch.join(name);
         // with the job's rights: a link to a file it may not read sends
         // nothing
@@ -1746,7 +1775,7 @@ impl Starter<'_> {
             Err(e) => return Err(OutputError::failed(format!("sending output {name}: {e}"))),
         }
         tracing::debug!(file = %name, bytes = meta.len(), "output sent");
-        Ok(())
+        Ok(meta.len())
     }
 }
 
@@ -1816,6 +1845,7 @@ async fn fetch_inputs(
     inputs: &[skua_proto::InputEntry],
     as_user: &AsUser,
     rights: &Rights,
+    xfer: &mut Transfer,
 ) -> Result<(), Failure> {
     for (index, entry) in inputs.iter().enumerate() {
         if !plan::is_safe_relative(&entry.path) {
@@ -1884,6 +1914,7 @@ async fn fetch_inputs(
         file.set_permissions(std::fs::Permissions::from_mode(mode))
             .await
             .map_err(|e| Failure::retry(format!("cannot set the mode of {}: {e}", entry.path)))?;
+        xfer.moved(n).await;
         tracing::debug!(file = %entry.path, bytes = n, "input fetched");
     }
     Ok(())
