@@ -215,6 +215,10 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
         .unwrap_or_default()
     {
         if item.contains("://") {
+            // a URL the execute side's file-transfer plugins fetch
+            if url_like(&item) {
+                continue;
+            }
             return Err(SandboxError::Url(item));
         }
         let source = iwd.join(&item);
@@ -578,4 +582,16 @@ mod tests {
             ]
         );
     }
+}
+
+/// Whether `item` is a URL (`scheme://rest`) that the execute side fetches
+/// with a file-transfer plugin.
+fn url_like(item: &str) -> bool {
+    item.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+    })
 }

@@ -12,12 +12,15 @@
 //! - [`backend`]: transparent checkpoint backends (CRIU): dump, restore, detection.
 //! - [`cgroup`]: the job's cgroup v2 group, where the machine offers one.
 //! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
+//! - [`plugins`]: file-transfer plugins (URL inputs, `output_destination`).
 //! - [`run`]: the shell.
 
 pub mod backend;
 pub mod cgroup;
 pub mod checkpoint;
+mod http;
 pub mod plan;
+pub mod plugins;
 pub mod run;
 pub mod usage;
 

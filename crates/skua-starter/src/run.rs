@@ -167,6 +167,8 @@ pub struct Settings {
     /// how often a job with `WantCheckpointSignal` gets its
     /// `CheckpointSig` while it runs.
     pub checkpoint_signal_interval: u64,
+    /// File-transfer plugins (URL inputs, `OutputDestination`).
+    pub plugins: crate::plugins::PluginSettings,
 }
 
 impl Settings {
@@ -200,6 +202,17 @@ impl Settings {
                     None
                 }),
             checkpoint_signal_interval: knob_u64(&ctx.config, "CHECKPOINT_SIGNAL_INTERVAL", 3600)?,
+            plugins: crate::plugins::PluginSettings {
+                builtin: std::env::current_exe()
+                    .ok()
+                    .map(crate::plugins::Plugin::builtin),
+                site: crate::plugins::site_plugins(ctx.knob("FILETRANSFER_PLUGINS")?.as_deref()),
+                lifetime: Duration::from_secs(knob_u64(
+                    &ctx.config,
+                    "MAX_FILE_TRANSFER_PLUGIN_LIFETIME",
+                    crate::plugins::DEFAULT_PLUGIN_LIFETIME,
+                )?),
+            },
         })
     }
 }
@@ -788,6 +801,25 @@ impl Starter<'_> {
             }
         }
         self.write_ad_files().await.map_err(Failure::retry)?;
+        // URL inputs, through the file-transfer plugins
+        if !shared_fs {
+            let (job, scratch, slot) = (&self.job, &self.scratch, &self.slot_name);
+            let settings = &self.settings.plugins;
+            let fetched = crate::plugins::fetch_url_inputs(
+                settings,
+                job,
+                scratch,
+                self.account.as_ref(),
+                slot,
+            );
+            if let Err(h) = fetched.await {
+                return Err(Failure {
+                    reason: h.reason,
+                    permanent: true,
+                    hold: Some((h.code, h.subcode)),
+                });
+            }
+        }
         // (checkpoint files restored among the inputs are part of it: one
         // the job leaves untouched is not an output)
         self.baseline = if shared_fs {
@@ -1640,6 +1672,30 @@ impl Starter<'_> {
         for (attr, name) in [("Out", STDOUT_NAME), ("Err", STDERR_NAME)] {
             if plan::stream_path(&self.job, attr).is_some() && self.scratch.join(name).is_file() {
                 names.push(name.to_string());
+            }
+        }
+        // with an `OutputDestination`, everything but stdout and stderr
+        // goes there through a plugin
+        if let Some(dest) = plan::output_destination(&self.job) {
+            let (to_url, back): (Vec<String>, Vec<String>) = names
+                .into_iter()
+                .partition(|n| n != STDOUT_NAME && n != STDERR_NAME);
+            names = back;
+            let settings = &self.settings.plugins;
+            let sent = crate::plugins::send_to_destination(
+                settings,
+                &dest,
+                &to_url,
+                &self.scratch,
+                self.account.as_ref(),
+                &self.slot_name,
+            );
+            if let Err(h) = sent.await {
+                return Err(OutputError::Failed(Failure {
+                    reason: h.reason,
+                    permanent: true,
+                    hold: Some((h.code, h.subcode)),
+                }));
             }
         }
         for name in names {
