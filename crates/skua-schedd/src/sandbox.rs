@@ -422,6 +422,18 @@ pub fn output_path(job: &ClassAd, name: &str) -> Result<PathBuf, SandboxError> {
     Ok(iwd.join(name))
 }
 
+/// Whether `item` is a URL (`scheme://rest`) that the execute side fetches
+/// with a file-transfer plugin.
+fn url_like(item: &str) -> bool {
+    item.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -582,16 +594,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Whether `item` is a URL (`scheme://rest`) that the execute side fetches
-/// with a file-transfer plugin.
-fn url_like(item: &str) -> bool {
-    item.split_once("://").is_some_and(|(scheme, rest)| {
-        !scheme.is_empty()
-            && !rest.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
-    })
 }
