@@ -47,7 +47,7 @@ pub enum SandboxError {
         errno: i64,
     },
     /// A URL in `TransferInput`.
-    #[error("input {0} is a URL; URL transfers are not supported")]
+    #[error("input {0} is not a valid URL")]
     Url(String),
     /// Two inputs would land at the same place in the scratch directory.
     #[error("two input files would both be named {0} in the job's scratch directory")]
@@ -525,8 +525,16 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.to_string().contains("gone.dat"), "{err}");
-        let err =
-            plan_inputs(&job(d.path(), r#"TransferInput = "http://example.org/x""#)).unwrap_err();
+        // a URL is left to the execute side's plugins; a malformed one is
+        // an error
+        let plan = plan_inputs(&job(
+            d.path(),
+            r#"Cmd = "run.sh"; TransferInput = "http://example.org/x, in.txt""#,
+        ))
+        .unwrap();
+        assert!(paths(&plan).iter().all(|(p, _)| !p.contains("example")));
+        assert!(paths(&plan).iter().any(|(p, _)| *p == "in.txt"));
+        let err = plan_inputs(&job(d.path(), r#"TransferInput = "://x""#)).unwrap_err();
         assert!(matches!(err, SandboxError::Url(_)), "{err}");
         fs::create_dir(d.path().join("other")).unwrap();
         fs::write(d.path().join("other/in.txt"), b"2").unwrap();
