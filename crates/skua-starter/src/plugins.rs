@@ -557,6 +557,80 @@ mod tests {
         assert!(parse_results("junk").is_err());
     }
 
+    fn plugin_script(dir: &Path, body: &str) -> Plugin {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("plugin.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Plugin::site(path.to_str().unwrap())
+    }
+
+    fn run_plugin(
+        plugin: &Plugin,
+        dir: &Path,
+        lifetime: Duration,
+    ) -> Result<Vec<TransferResult>, PluginFailure> {
+        let items = [Item {
+            url: "x://h/f".into(),
+            local: dir.join("f").display().to_string(),
+        }];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(transfer(Run {
+            plugin,
+            items: &items,
+            upload: false,
+            scratch: dir,
+            account: None,
+            lifetime,
+        }))
+    }
+
+    #[test]
+    fn a_plugin_s_exit_code_timeout_and_results_decide_the_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        // exit 3 with a result ad: subcode 3 << 8, the ad's error
+        let p = plugin_script(
+            dir.path(),
+            "echo '[ TransferFileName = \"f\"; TransferURL = \"x://h/f\"; TransferSuccess = false; TransferError = \"gone\" ]' > \"$4\"; exit 3",
+        );
+        let f = run_plugin(&p, dir.path(), Duration::from_secs(30)).unwrap_err();
+        assert_eq!(f.subcode, 3 << 8);
+        assert_eq!(f.details, "x://h/f: gone");
+        // the request and result files are gone afterwards
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "plugin.sh")
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // exit 0 with a successful ad: the results
+        let p = plugin_script(
+            dir.path(),
+            "grep -q 'URL = \"x://h/f\"' \"$2\" || exit 9; echo '[ TransferFileName = \"f\"; TransferURL = \"x://h/f\"; TransferSuccess = true; TransferTotalBytes = 4 ]' > \"$4\"",
+        );
+        let r = run_plugin(&p, dir.path(), Duration::from_secs(30)).unwrap();
+        assert_eq!(r[0].bytes, Some(4));
+        // exit 0 but an ad saying it failed: a failure
+        let p = plugin_script(
+            dir.path(),
+            "echo '[ TransferFileName = \"f\"; TransferURL = \"x://h/f\"; TransferSuccess = false; TransferError = \"no\" ]' > \"$4\"",
+        );
+        assert_eq!(
+            run_plugin(&p, dir.path(), Duration::from_secs(30))
+                .unwrap_err()
+                .subcode,
+            0
+        );
+        // too slow: killed, ETIME
+        let p = plugin_script(dir.path(), "exec sleep 30");
+        let f = run_plugin(&p, dir.path(), Duration::from_millis(300)).unwrap_err();
+        assert_eq!(f.subcode, ETIME);
+    }
+
     #[test]
     fn site_plugin_list_splits_on_commas_and_spaces() {
         assert_eq!(
@@ -655,7 +729,13 @@ async fn move_items(
             }
             Err(f) => {
                 tracing::info!(%scheme, subcode = f.subcode, details = %f.details, "URL transfer failed; the job is held");
-                return Err(hold(f.subcode, f.details));
+                // the reason names the URL
+                let mut details = f.details;
+                if !items.iter().any(|i| details.contains(&i.url)) {
+                    let urls: Vec<&str> = items.iter().map(|i| i.url.as_str()).collect();
+                    details = format!("{details} (URL {})", urls.join(", "));
+                }
+                return Err(hold(f.subcode, details));
             }
         }
     }
