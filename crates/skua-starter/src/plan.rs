@@ -938,6 +938,49 @@ pub fn job_plugins(job: &ClassAd) -> Vec<(String, String)> {
     out
 }
 
+/// The `TransferOutputRemaps` entries whose destination is a URL
+/// (`"out.dat = https://h/x/out.dat; b = c"` → `[("out.dat", "https://h/x/out.dat")]`):
+/// those files go there through a plugin.
+pub fn url_remaps(job: &ClassAd) -> Vec<(String, String)> {
+    string_attr(job, "TransferOutputRemaps")
+        .unwrap_or_default()
+        .split(';')
+        .filter_map(|item| {
+            let (src, dst) = item.split_once('=')?;
+            let (src, dst) = (src.trim(), dst.trim());
+            (url_scheme(dst).is_some() && !src.is_empty())
+                .then(|| (src.to_string(), dst.to_string()))
+        })
+        .collect()
+}
+
+/// Takes out of `names` the outputs that go to URLs: those remapped to a
+/// URL, then (with an `OutputDestination`) all but the `streams`
+/// (stdout and stderr, which still go back). Returns (name, URL) pairs.
+pub fn outputs_to_urls(
+    job: &ClassAd,
+    names: &mut Vec<String>,
+    streams: &[&str],
+) -> Vec<(String, String)> {
+    let remaps = url_remaps(job);
+    let dest = output_destination(job);
+    let mut out = Vec::new();
+    names.retain(|n| {
+        if let Some((_, url)) = remaps.iter().find(|(src, _)| src == n) {
+            out.push((n.clone(), url.clone()));
+            return false;
+        }
+        match &dest {
+            Some(d) if !streams.contains(&n.as_str()) => {
+                out.push((n.clone(), destination_url(d, n)));
+                false
+            }
+            _ => true,
+        }
+    });
+    out
+}
+
 #[cfg(test)]
 mod url_tests {
     use super::*;
@@ -972,6 +1015,30 @@ mod url_tests {
     }
 
     #[test]
+    fn outputs_split_between_urls_and_the_submit_side() {
+        let job = ad("TransferOutputRemaps = \"r.txt = http://h/r1\"\n");
+        let mut names = vec!["r.txt".to_string(), "o.txt".into(), "_out".into()];
+        assert_eq!(
+            outputs_to_urls(&job, &mut names, &["_out"]),
+            vec![("r.txt".to_string(), "http://h/r1".to_string())]
+        );
+        assert_eq!(names, vec!["o.txt", "_out"]);
+        let job = ad(concat!(
+            "TransferOutputRemaps = \"r.txt = http://h/r1\"\n",
+            "OutputDestination = \"file:///d\"\n"
+        ));
+        let mut names = vec!["r.txt".to_string(), "o.txt".into(), "_out".into()];
+        assert_eq!(
+            outputs_to_urls(&job, &mut names, &["_out"]),
+            vec![
+                ("r.txt".to_string(), "http://h/r1".to_string()),
+                ("o.txt".to_string(), "file:///d/o.txt".to_string())
+            ]
+        );
+        assert_eq!(names, vec!["_out"]);
+    }
+
+    #[test]
     fn destination_and_job_plugins() {
         let job = ad(concat!(
             "OutputDestination = \"file:///out/dir/\"\n",
@@ -990,6 +1057,14 @@ mod url_tests {
         assert_eq!(
             output_destination(&ad("OutputDestination = \"/x\"\n")),
             None
+        );
+        let job = ad("TransferOutputRemaps = \"a.dat = http://h/x?k=v ; b = c; d = file:///e\"\n");
+        assert_eq!(
+            url_remaps(&job),
+            vec![
+                ("a.dat".into(), "http://h/x?k=v".into()),
+                ("d".into(), "file:///e".into())
+            ]
         );
     }
 }

@@ -770,24 +770,22 @@ pub async fn fetch_url_inputs(
     move_items(settings, items, false, scratch, account, slot).await
 }
 
-/// Sends the outputs `names` (relative to `scratch`) to `dest`
-/// (`OutputDestination`), each to `<dest>/<name>`.
-pub async fn send_to_destination(
+/// Sends outputs to URLs: each (name relative to `scratch`, URL) pair
+/// (`OutputDestination`'s `<dest>/<name>`, or a URL remap).
+pub async fn send_to_urls(
     settings: &PluginSettings,
-    dest: &str,
-    names: &[String],
+    files: &[(String, String)],
     scratch: &Path,
     account: Option<&skua_daemon::account::Account>,
     slot: &str,
 ) -> Result<(), Hold> {
-    let scheme = crate::plan::url_scheme(dest).unwrap_or_default();
-    let items = names
+    let items = files
         .iter()
-        .map(|n| {
+        .map(|(n, url)| {
             (
-                scheme.clone(),
+                crate::plan::url_scheme(url).unwrap_or_default(),
                 Item {
-                    url: crate::plan::destination_url(dest, n),
+                    url: url.clone(),
                     local: scratch.join(n).display().to_string(),
                 },
             )

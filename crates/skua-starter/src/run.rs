@@ -1674,21 +1674,18 @@ impl Starter<'_> {
                 names.push(name.to_string());
             }
         }
-        // with an `OutputDestination`, everything but stdout and stderr
-        // goes there through a plugin
-        if let Some(dest) = plan::output_destination(&self.job) {
-            let (to_url, back): (Vec<String>, Vec<String>) = names
-                .into_iter()
-                .partition(|n| n != STDOUT_NAME && n != STDERR_NAME);
-            names = back;
+        // outputs remapped to a URL, and with an `OutputDestination`
+        // everything but stdout and stderr, go there through a plugin
+        let to_url = plan::outputs_to_urls(&self.job, &mut names, &[STDOUT_NAME, STDERR_NAME]);
+        if !to_url.is_empty() {
             let settings = &self.settings.plugins;
-            let sent = crate::plugins::send_to_destination(
+            let (scratch, slot) = (&self.scratch, &self.slot_name);
+            let sent = crate::plugins::send_to_urls(
                 settings,
-                &dest,
                 &to_url,
-                &self.scratch,
+                scratch,
                 self.account.as_ref(),
-                &self.slot_name,
+                slot,
             );
             if let Err(h) = sent.await {
                 return Err(OutputError::Failed(Failure {

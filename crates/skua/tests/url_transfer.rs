@@ -2,7 +2,7 @@
 //! with `http://` (a tiny server the test runs on loopback), `file://` and
 //! a site plugin's own scheme (a shell script in `FILETRANSFER_PLUGINS`);
 //! `output_destination` to a directory (`file://`) and to the server
-//! (HTTP PUT); a failing plugin holds the job with its exit code.
+//! (HTTP PUT), one file remapped to a URL; a failing plugin holds the job with its exit code.
 
 #![allow(clippy::unwrap_used)]
 
@@ -171,6 +171,7 @@ fn url_inputs_output_destination_and_site_plugins() {
         &format!(
             "executable = copy.sh\nshould_transfer_files = YES\n\
              transfer_input_files = {inputs}\noutput_destination = file://{}\n\
+             transfer_output_remaps = \"out_x.txt = http://127.0.0.1:{port}/remapped/x.txt\"\n\
              output = copy.out\nlog = job.log\nqueue\n",
             outdir.display()
         ),
@@ -231,7 +232,14 @@ fn url_inputs_output_destination_and_site_plugins() {
             "from a file URL\n",
             "{name}"
         );
-        let x = std::fs::read_to_string(dir.join("out_x.txt")).unwrap();
+        // (the first job's is remapped to the server)
+        let x_path = if name == "to_dir" {
+            assert!(!dir.join("out_x.txt").exists());
+            served.join("remapped/x.txt")
+        } else {
+            dir.join("out_x.txt")
+        };
+        let x = std::fs::read_to_string(x_path).unwrap();
         assert!(
             x.starts_with("fetched myx://somewhere/thing.txt as "),
             "{name}: {x}"
