@@ -21,6 +21,8 @@ use classad::{ClassAd, Value};
 pub const DEFAULT_PLUGIN_LIFETIME: u64 = 72000;
 /// The subcode of a plugin that ran out of time (ETIME).
 pub const ETIME: i64 = 62;
+/// The most of a plugin's result file read.
+const MAX_RESULT_BYTES: u64 = 16 << 20;
 /// How long a `-classad` query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -359,7 +361,27 @@ pub async fn transfer(run: Run<'_>) -> Result<Vec<TransferResult>, PluginFailure
         }
     };
     let waited = tokio::time::timeout(run.lifetime, child.wait_with_output()).await;
-    let result_text = std::fs::read_to_string(&outfile).unwrap_or_default();
+    // read with the job's rights: the plugin (running as the job's
+    // account) could have put a link there
+    let read = || {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut text = String::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&outfile)?
+            .take(MAX_RESULT_BYTES)
+            .read_to_string(&mut text)?;
+        Ok::<_, std::io::Error>(text)
+    };
+    let result_text = match run.account {
+        Some(a) => skua_daemon::account::run_as_thread(a, read)
+            .ok()
+            .and_then(Result::ok),
+        None => read().ok(),
+    }
+    .unwrap_or_default();
     cleanup();
     let output = match waited {
         Err(_) => {
