@@ -376,6 +376,12 @@ fn reconfig_on_sighup(subsystem: String) {
 
 /// Entry point of the `skuad` binary.
 pub fn main_skuad() -> ExitCode {
+    // the built-in file-transfer plugin (HTCondor's plugin arguments)
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("transfer_plugin") {
+        let code = skua_starter::plugins::builtin_main(&args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = SkuadCli::parse();
     let role = cli.role.to_ascii_lowercase();
     if !DAEMON_ROLES.contains(&role.as_str()) {

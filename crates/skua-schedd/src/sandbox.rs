@@ -47,7 +47,7 @@ pub enum SandboxError {
         errno: i64,
     },
     /// A URL in `TransferInput`.
-    #[error("input {0} is a URL; URL transfers are not supported")]
+    #[error("input {0} is not a valid URL")]
     Url(String),
     /// Two inputs would land at the same place in the scratch directory.
     #[error("two input files would both be named {0} in the job's scratch directory")]
@@ -215,6 +215,10 @@ pub fn plan_inputs(job: &ClassAd) -> Result<InputPlan, SandboxError> {
         .unwrap_or_default()
     {
         if item.contains("://") {
+            // a URL the execute side's file-transfer plugins fetch
+            if url_like(&item) {
+                continue;
+            }
             return Err(SandboxError::Url(item));
         }
         let source = iwd.join(&item);
@@ -418,6 +422,18 @@ pub fn output_path(job: &ClassAd, name: &str) -> Result<PathBuf, SandboxError> {
     Ok(iwd.join(name))
 }
 
+/// Whether `item` is a URL (`scheme://rest`) that the execute side fetches
+/// with a file-transfer plugin.
+fn url_like(item: &str) -> bool {
+    item.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -509,8 +525,16 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.to_string().contains("gone.dat"), "{err}");
-        let err =
-            plan_inputs(&job(d.path(), r#"TransferInput = "http://example.org/x""#)).unwrap_err();
+        // a URL is left to the execute side's plugins; a malformed one is
+        // an error
+        let plan = plan_inputs(&job(
+            d.path(),
+            r#"Cmd = "run.sh"; TransferInput = "http://example.org/x, in.txt""#,
+        ))
+        .unwrap();
+        assert!(paths(&plan).iter().all(|(p, _)| !p.contains("example")));
+        assert!(paths(&plan).iter().any(|(p, _)| *p == "in.txt"));
+        let err = plan_inputs(&job(d.path(), r#"TransferInput = "://x""#)).unwrap_err();
         assert!(matches!(err, SandboxError::Url(_)), "{err}");
         fs::create_dir(d.path().join("other")).unwrap();
         fs::write(d.path().join("other/in.txt"), b"2").unwrap();

@@ -80,6 +80,9 @@ pub struct MachineFacts {
     pub checkpoint_backends: Vec<String>,
     /// Their platform (`CheckpointPlatform`).
     pub checkpoint_platform: String,
+    /// The URL schemes the file-transfer plugins serve
+    /// (`HasFileTransferPluginMethods`; none: not advertised).
+    pub transfer_plugin_methods: Vec<String>,
 }
 
 impl Default for MachineFacts {
@@ -106,6 +109,7 @@ impl Default for MachineFacts {
             condor_version: String::new(),
             checkpoint_backends: Vec::new(),
             checkpoint_platform: String::new(),
+            transfer_plugin_methods: Vec::new(),
         }
     }
 }

@@ -99,6 +99,12 @@ impl Machine {
         ad.insert_value("FileSystemDomain", f.filesystem_domain.as_str());
         ad.insert_value("UidDomain", f.uid_domain.as_str());
         ad.insert_value("HasFileTransfer", true);
+        if !f.transfer_plugin_methods.is_empty() {
+            ad.insert_value(
+                "HasFileTransferPluginMethods",
+                f.transfer_plugin_methods.join(",").as_str(),
+            );
+        }
         // The starter sends a self-checkpointing job's checkpoints
         // (condor_submit requires it of `checkpoint_exit_code` jobs).
         ad.insert_value("HasSelfCheckpointTransfers", true);

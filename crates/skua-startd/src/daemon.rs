@@ -56,6 +56,19 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
         .await
         .context("checking the checkpoint backends")?
     };
+    // the file-transfer plugins' schemes: asked once (`-classad`)
+    let transfer_plugin_methods = {
+        let site =
+            skua_starter::plugins::site_plugins(ctx.knob("FILETRANSFER_PLUGINS")?.as_deref());
+        let builtin = std::env::current_exe()
+            .ok()
+            .map(skua_starter::plugins::Plugin::builtin);
+        tokio::task::spawn_blocking(move || {
+            skua_starter::plugins::PluginTable::discover(builtin, &site).methods()
+        })
+        .await
+        .context("asking the file-transfer plugins")?
+    };
     let host = skua_daemon::host_name();
     let sources = FactSources {
         execute: execute.clone(),
@@ -73,6 +86,7 @@ pub async fn serve(ctx: DaemonContext, shutdown: watch::Receiver<bool>) -> anyho
         uid_domain: ctx.knob("UID_DOMAIN")?.unwrap_or_else(|| host.clone()),
         start_time: start,
         checkpoint,
+        transfer_plugin_methods,
     };
     let mut facts = facts::measure(&sources);
     (facts.mips, facts.kflops) = crate::bench::results(speed).await;

@@ -22,6 +22,8 @@ pub struct FactSources {
     /// The transparent checkpoint backends found at start-up
     /// ([`detect_checkpoint_backends`]).
     pub checkpoint: skua_starter::backend::Detected,
+    /// The file-transfer plugins' schemes, queried at start-up.
+    pub transfer_plugin_methods: Vec<String>,
 }
 
 /// `SKUA_CHECKPOINT_BACKENDS` when unset: CRIU, where its check passes.
@@ -212,6 +214,7 @@ pub fn measure(src: &FactSources) -> MachineFacts {
         condor_version: skua_proto::CONDOR_VERSION.to_string(),
         checkpoint_backends: src.checkpoint.backends.clone(),
         checkpoint_platform: src.checkpoint.platform.clone(),
+        transfer_plugin_methods: src.transfer_plugin_methods.clone(),
     }
 }
 
@@ -231,6 +234,7 @@ mod tests {
             uid_domain: "uid".into(),
             start_time: 7,
             checkpoint: Default::default(),
+            transfer_plugin_methods: Vec::new(),
         });
         assert!(f.cpus >= 1);
         assert!(f.memory_mb > 0);
@@ -273,6 +277,7 @@ mod tests {
             uid_domain: "uid".into(),
             start_time: 7,
             checkpoint: found,
+            transfer_plugin_methods: Vec::new(),
         });
         assert_eq!(f.checkpoint_backends, vec!["criu".to_string()]);
         assert!(f.checkpoint_platform.starts_with("criu-3.19"));

@@ -154,6 +154,7 @@ mod tests {
                 uid_domain: "h".into(),
                 start_time: 0,
                 checkpoint: Default::default(),
+                transfer_plugin_methods: Vec::new(),
             },
             attribute_file: Some(file),
             // an hour: only the test's clock gets there

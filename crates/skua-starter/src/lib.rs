@@ -14,6 +14,7 @@
 //! - [`checkpoint`]: a checkpoint's files and commit, sent to the shadow.
 //! - [`chirp`]: the job's Chirp proxy (`WantIOProxy`), forwarding to the shadow.
 //! - [`parallel`]: the environment of a parallel job's node, pure.
+//! - [`plugins`]: file-transfer plugins (URL inputs, `output_destination`).
 //! - [`run`]: the shell.
 
 pub mod backend;
@@ -21,7 +22,9 @@ pub mod cgroup;
 pub mod checkpoint;
 pub mod chirp;
 pub mod parallel;
+mod http;
 pub mod plan;
+pub mod plugins;
 pub mod run;
 pub mod usage;
 mod xferq;

@@ -859,3 +859,214 @@ mod tests {
         assert_eq!(first_checkpoint_number(Some(&last)), 8);
     }
 }
+
+/// The scheme of a URL transfer item (`HTTP://x/y` → `http`), if it is one.
+pub fn url_scheme(item: &str) -> Option<String> {
+    let (scheme, rest) = item.split_once("://")?;
+    (!scheme.is_empty()
+        && !rest.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.'))
+    .then(|| scheme.to_ascii_lowercase())
+}
+
+/// One `transfer_input_files` entry that a plugin fetches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlInput {
+    pub url: String,
+    pub scheme: String,
+    /// Where it lands in the scratch directory: the URL's last path
+    /// component (query and fragment left out).
+    pub name: String,
+}
+
+/// The URL entries of `TransferInput`, in order. An entry whose last
+/// path component is not a plain file name is an error naming it.
+pub fn url_inputs(job: &ClassAd) -> Result<Vec<UrlInput>, String> {
+    let mut out = Vec::new();
+    for item in string_attr(job, "TransferInput")
+        .map(|l| split_list(&l))
+        .unwrap_or_default()
+    {
+        let Some(scheme) = url_scheme(&item) else {
+            continue;
+        };
+        let rest = item.split_once("://").map_or("", |(_, r)| r);
+        let path = rest.split(['?', '#']).next().unwrap_or("");
+        let name = path.rsplit('/').next().unwrap_or("").to_string();
+        if name.is_empty() || name == "." || name == ".." || !is_safe_relative(&name) {
+            return Err(format!("the input URL {item} names no file"));
+        }
+        out.push(UrlInput {
+            url: item,
+            scheme,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+/// `OutputDestination`: the URL the outputs go to instead of the submit
+/// side.
+pub fn output_destination(job: &ClassAd) -> Option<String> {
+    string_attr(job, "OutputDestination").filter(|d| url_scheme(d).is_some())
+}
+
+/// Where output `name` goes under the destination `dest`.
+pub fn destination_url(dest: &str, name: &str) -> String {
+    format!("{}/{name}", dest.trim_end_matches('/'))
+}
+
+/// The job's own plugins (`TransferPlugins = "s1,s2=path;s3=path2"`), as
+/// (scheme, plugin path) pairs.
+pub fn job_plugins(job: &ClassAd) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for part in string_attr(job, "TransferPlugins")
+        .unwrap_or_default()
+        .split(';')
+    {
+        let Some((schemes, path)) = part.split_once('=') else {
+            continue;
+        };
+        let path = path.trim();
+        if path.is_empty() {
+            continue;
+        }
+        for s in schemes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            out.push((s.to_ascii_lowercase(), path.to_string()));
+        }
+    }
+    out
+}
+
+/// The `TransferOutputRemaps` entries whose destination is a URL
+/// (`"out.dat = https://h/x/out.dat; b = c"` → `[("out.dat", "https://h/x/out.dat")]`):
+/// those files go there through a plugin.
+pub fn url_remaps(job: &ClassAd) -> Vec<(String, String)> {
+    string_attr(job, "TransferOutputRemaps")
+        .unwrap_or_default()
+        .split(';')
+        .filter_map(|item| {
+            let (src, dst) = item.split_once('=')?;
+            let (src, dst) = (src.trim(), dst.trim());
+            (url_scheme(dst).is_some() && !src.is_empty())
+                .then(|| (src.to_string(), dst.to_string()))
+        })
+        .collect()
+}
+
+/// Takes out of `names` the outputs that go to URLs: those remapped to a
+/// URL, then (with an `OutputDestination`) all but the `streams`
+/// (stdout and stderr, which still go back). Returns (name, URL) pairs.
+pub fn outputs_to_urls(
+    job: &ClassAd,
+    names: &mut Vec<String>,
+    streams: &[&str],
+) -> Vec<(String, String)> {
+    let remaps = url_remaps(job);
+    let dest = output_destination(job);
+    let mut out = Vec::new();
+    names.retain(|n| {
+        if let Some((_, url)) = remaps.iter().find(|(src, _)| src == n) {
+            out.push((n.clone(), url.clone()));
+            return false;
+        }
+        match &dest {
+            Some(d) if !streams.contains(&n.as_str()) => {
+                out.push((n.clone(), destination_url(d, n)));
+                false
+            }
+            _ => true,
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    fn ad(text: &str) -> ClassAd {
+        classad::parse_old_ad(text).unwrap()
+    }
+
+    #[test]
+    fn url_inputs_are_the_url_entries_named_by_their_last_component() {
+        let job = ad("TransferInput = \"a.txt, http://h:8/d/data.bin?x=1, FILE:///srv/in/b\"\n");
+        let urls = url_inputs(&job).unwrap();
+        assert_eq!(
+            urls,
+            vec![
+                UrlInput {
+                    url: "http://h:8/d/data.bin?x=1".into(),
+                    scheme: "http".into(),
+                    name: "data.bin".into()
+                },
+                UrlInput {
+                    url: "FILE:///srv/in/b".into(),
+                    scheme: "file".into(),
+                    name: "b".into()
+                },
+            ]
+        );
+        let e = url_inputs(&ad("TransferInput = \"http://h/dir/\"\n")).unwrap_err();
+        assert!(e.contains("http://h/dir/"), "{e}");
+        assert!(url_inputs(&ad("TransferInput = \"http://h/..\"\n")).is_err());
+        assert!(url_inputs(&ad("X = 1\n")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn outputs_split_between_urls_and_the_submit_side() {
+        let job = ad("TransferOutputRemaps = \"r.txt = http://h/r1\"\n");
+        let mut names = vec!["r.txt".to_string(), "o.txt".into(), "_out".into()];
+        assert_eq!(
+            outputs_to_urls(&job, &mut names, &["_out"]),
+            vec![("r.txt".to_string(), "http://h/r1".to_string())]
+        );
+        assert_eq!(names, vec!["o.txt", "_out"]);
+        let job = ad(concat!(
+            "TransferOutputRemaps = \"r.txt = http://h/r1\"\n",
+            "OutputDestination = \"file:///d\"\n"
+        ));
+        let mut names = vec!["r.txt".to_string(), "o.txt".into(), "_out".into()];
+        assert_eq!(
+            outputs_to_urls(&job, &mut names, &["_out"]),
+            vec![
+                ("r.txt".to_string(), "http://h/r1".to_string()),
+                ("o.txt".to_string(), "file:///d/o.txt".to_string())
+            ]
+        );
+        assert_eq!(names, vec!["_out"]);
+    }
+
+    #[test]
+    fn destination_and_job_plugins() {
+        let job = ad(concat!(
+            "OutputDestination = \"file:///out/dir/\"\n",
+            "TransferPlugins = \"foo,bar=/p/fb; baz = /p/baz;junk\"\n"
+        ));
+        let dest = output_destination(&job).unwrap();
+        assert_eq!(destination_url(&dest, "o.txt"), "file:///out/dir/o.txt");
+        assert_eq!(
+            job_plugins(&job),
+            vec![
+                ("foo".into(), "/p/fb".into()),
+                ("bar".into(), "/p/fb".into()),
+                ("baz".into(), "/p/baz".into())
+            ]
+        );
+        assert_eq!(
+            output_destination(&ad("OutputDestination = \"/x\"\n")),
+            None
+        );
+        let job = ad("TransferOutputRemaps = \"a.dat = http://h/x?k=v ; b = c; d = file:///e\"\n");
+        assert_eq!(
+            url_remaps(&job),
+            vec![
+                ("a.dat".into(), "http://h/x?k=v".into()),
+                ("d".into(), "file:///e".into())
+            ]
+        );
+    }
+}

@@ -171,6 +171,8 @@ pub struct Settings {
     pub checkpoint_signal_interval: u64,
     /// `ENABLE_CHIRP`, `ENABLE_CHIRP_IO`, `ENABLE_CHIRP_UPDATES`.
     pub chirp: crate::chirp::ChirpSettings,
+    /// File-transfer plugins (URL inputs, `OutputDestination`).
+    pub plugins: crate::plugins::PluginSettings,
 }
 
 impl Settings {
@@ -205,6 +207,17 @@ impl Settings {
                     None
                 }),
             checkpoint_signal_interval: knob_u64(&ctx.config, "CHECKPOINT_SIGNAL_INTERVAL", 3600)?,
+            plugins: crate::plugins::PluginSettings {
+                builtin: std::env::current_exe()
+                    .ok()
+                    .map(crate::plugins::Plugin::builtin),
+                site: crate::plugins::site_plugins(ctx.knob("FILETRANSFER_PLUGINS")?.as_deref()),
+                lifetime: Duration::from_secs(knob_u64(
+                    &ctx.config,
+                    "MAX_FILE_TRANSFER_PLUGIN_LIFETIME",
+                    crate::plugins::DEFAULT_PLUGIN_LIFETIME,
+                )?),
+            },
         })
     }
 }
@@ -818,6 +831,25 @@ impl Starter<'_> {
             }
         }
         self.write_ad_files().await.map_err(Failure::retry)?;
+        // URL inputs, through the file-transfer plugins
+        if !shared_fs {
+            let (job, scratch, slot) = (&self.job, &self.scratch, &self.slot_name);
+            let settings = &self.settings.plugins;
+            let fetched = crate::plugins::fetch_url_inputs(
+                settings,
+                job,
+                scratch,
+                self.account.as_ref(),
+                slot,
+            );
+            if let Err(h) = fetched.await {
+                return Err(Failure {
+                    reason: h.reason,
+                    permanent: true,
+                    hold: Some((h.code, h.subcode)),
+                });
+            }
+        }
         // (checkpoint files restored among the inputs are part of it: one
         // the job leaves untouched is not an output)
         self.baseline = if shared_fs {
@@ -1711,6 +1743,27 @@ impl Starter<'_> {
         for (attr, name) in [("Out", STDOUT_NAME), ("Err", STDERR_NAME)] {
             if plan::stream_path(&self.job, attr).is_some() && self.scratch.join(name).is_file() {
                 names.push(name.to_string());
+            }
+        }
+        // outputs remapped to a URL, and with an `OutputDestination`
+        // everything but stdout and stderr, go there through a plugin
+        let to_url = plan::outputs_to_urls(&self.job, &mut names, &[STDOUT_NAME, STDERR_NAME]);
+        if !to_url.is_empty() {
+            let settings = &self.settings.plugins;
+            let (scratch, slot) = (&self.scratch, &self.slot_name);
+            let sent = crate::plugins::send_to_urls(
+                settings,
+                &to_url,
+                scratch,
+                self.account.as_ref(),
+                slot,
+            );
+            if let Err(h) = sent.await {
+                return Err(OutputError::Failed(Failure {
+                    reason: h.reason,
+                    permanent: true,
+                    hold: Some((h.code, h.subcode)),
+                }));
             }
         }
         // a turn in the submit side's transfer queue first

@@ -601,6 +601,30 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     if let Some(c) = ctx.get(&["checkpoint_destination"])? {
         ad.str("CheckpointDestination", c.value.trim());
     }
+    // URL transfers: where the outputs go, and the job's own plugins
+    // (HTCondor's `OutputDestination` and `TransferPlugins`)
+    if let Some(c) = ctx.get(&["output_destination"])? {
+        let dest = c.value.trim().to_string();
+        if let Some(s) = url_scheme(&dest) {
+            plugin_methods.push(s);
+        }
+        ad.str("OutputDestination", &dest);
+    }
+    let mut job_plugin_methods: Vec<String> = Vec::new();
+    if let Some(c) = ctx.get(&["transfer_plugins"])? {
+        let v = c.value.trim();
+        for part in v.split(';') {
+            if let Some((schemes, _)) = part.split_once('=') {
+                job_plugin_methods.extend(
+                    schemes
+                        .split(',')
+                        .map(|m| m.trim().to_ascii_lowercase())
+                        .filter(|m| !m.is_empty()),
+                );
+            }
+        }
+        ad.str("TransferPlugins", v);
+    }
     if let Some(c) = ctx.get(&["transfer_output_remaps"])? {
         let v = c.value.trim();
         let inner = v
@@ -706,6 +730,8 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
     if !plugin_methods.is_empty() {
         ad.str("WantTransferPluginMethods", &plugin_methods.join(","));
     }
+    // a scheme the job brings its own plugin for needs nothing of the slot
+    plugin_methods.retain(|m| !job_plugin_methods.contains(m));
     let input_bytes: u64 = exe_size.unwrap_or(0);
     ad.int(
         "TransferInputSizeMB",

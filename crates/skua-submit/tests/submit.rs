@@ -494,3 +494,28 @@ fn job_default_lease_duration_sets_the_lease_of_jobs_that_name_none() {
         "20"
     );
 }
+
+/// URL transfers: each URL scheme the job uses (inputs and
+/// `output_destination`) needs a slot whose plugins serve it, unless the
+/// job brings its own plugin for it (`transfer_plugins`).
+#[test]
+fn url_schemes_require_slot_plugins() {
+    let ads = jobs(concat!(
+        "executable = /bin/true\nshould_transfer_files = YES\n",
+        "transfer_input_files = http://h/a, foo://h/b\n",
+        "output_destination = file:///srv/out\n",
+        "transfer_plugins = foo=/p/foo_plugin\nqueue\n"
+    ));
+    let req = attr(&ads[0], "Requirements");
+    assert!(
+        req.contains("stringListIMember(\"http\",TARGET.HasFileTransferPluginMethods)"),
+        "{req}"
+    );
+    assert!(
+        req.contains("stringListIMember(\"file\",TARGET.HasFileTransferPluginMethods)"),
+        "{req}"
+    );
+    assert!(!req.contains("\"foo\""), "{req}");
+    assert_eq!(attr(&ads[0], "OutputDestination"), "\"file:///srv/out\"");
+    assert_eq!(attr(&ads[0], "TransferPlugins"), "\"foo=/p/foo_plugin\"");
+}
