@@ -19,6 +19,7 @@ pub mod cgroup;
 pub mod checkpoint;
 pub mod plan;
 pub mod run;
+pub mod sandbox_manager;
 pub mod usage;
 
 pub use run::{run, Inbox, Settings, Signals};
