@@ -95,7 +95,7 @@ fn the_claim_runs_its_next_jobs_while_outputs_transfer_two_pending_at_most() {
          should_transfer_files = YES\n\
          log = job.log\n\
          request_disk = 1024\n\
-         queue 3\n",
+         queue 4\n",
     );
     // the first job shows TransferringOutput while its output is pending
     wait_for(
@@ -135,20 +135,26 @@ fn the_claim_runs_its_next_jobs_while_outputs_transfer_two_pending_at_most() {
     );
     assert_eq!(
         rows,
-        vec!["0 0 1 4 false", "1 0 1 4 false", "2 0 1 4 false"],
+        vec![
+            "0 0 1 4 false",
+            "1 0 1 4 false",
+            "2 0 1 4 false",
+            "3 0 1 4 false"
+        ],
         "{}",
         pool.logs()
     );
-    for proc in 0..3 {
+    for proc in 0..4 {
         let got = std::fs::read(work.join(format!("big.{proc}"))).unwrap();
         assert!(got == expected(proc, LEN), "big.{proc} differs");
     }
     let log = std::fs::read_to_string(work.join("job.log")).unwrap();
     // the second job started while the first one's output was transferring
     assert!(event_at(&log, "001", 1) < event_at(&log, "005", 0), "{log}");
-    // two pending (jobs 0 and 1): the third starts only after the first's
-    // transfer ended
-    assert!(event_at(&log, "005", 0) < event_at(&log, "001", 2), "{log}");
+    // two pending (jobs 0 and 1) while the third runs: its exit waits for
+    // one of them, so the fourth starts only after the first's transfer
+    // ended
+    assert!(event_at(&log, "005", 0) < event_at(&log, "001", 3), "{log}");
 }
 
 #[test]
@@ -200,6 +206,49 @@ fn a_startd_killed_with_an_output_pending_never_loses_the_output() {
     wait_empty(&pool, 120);
     let rows = history(&pool, &["ExitCode", "JobStatus"]);
     assert_eq!(rows, vec!["0 4"], "{}", pool.logs());
+    let got = std::fs::read(work.join("big.0")).unwrap();
+    assert!(got == expected(0, LEN), "big.0 differs");
+}
+
+#[test]
+fn a_pending_output_sandbox_shrinks_the_slots_disk() {
+    let pool = job_pool(
+        "asyncdisk",
+        "1",
+        &[
+            ("_CONDOR_NEGOTIATOR_INTERVAL", "2"),
+            ("_CONDOR_POLLING_INTERVAL", "1"),
+            ("_CONDOR_SKUA_ASYNC_OUTPUT_TRANSFER", "true"),
+            ("_CONDOR_SKUA_TEST_OUTPUT_TRANSFER_DELAY_MS", "8000"),
+        ],
+    );
+    let disk = || -> i64 { pool.ok(&["status", "-af", "Disk"]).trim().parse().unwrap() };
+    let before = disk();
+    let work = pool.home.join("work");
+    writer(&work);
+    let cluster = pool.submit_job(
+        &work,
+        "executable = job.sh\n\
+         arguments = 0\n\
+         should_transfer_files = YES\n\
+         request_disk = 1024\n\
+         queue\n",
+    );
+    wait_for(
+        "the job transferring its output",
+        Duration::from_secs(60),
+        || pool.skua(&["q", &cluster, "-af", "JobStatus"]).stdout == b"6\n",
+    );
+    // the slot's Disk is smaller by (at least most of) the pending sandbox
+    let sandbox_kb = (LEN / 1024) as i64;
+    wait_for("the Disk to shrink", Duration::from_secs(20), || {
+        disk() <= before - sandbox_kb * 9 / 10
+    });
+    wait_empty(&pool, 60);
+    // and comes back once the output has left
+    wait_for("the Disk to come back", Duration::from_secs(20), || {
+        disk() > before - sandbox_kb / 2
+    });
     let got = std::fs::read(work.join("big.0")).unwrap();
     assert!(got == expected(0, LEN), "big.0 differs");
 }
