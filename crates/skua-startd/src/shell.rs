@@ -494,6 +494,13 @@ impl Shell {
         if self.starters.get(slot).is_some_and(|s| s.pid == pid) {
             self.starters.remove(slot);
         }
+        if abnormal {
+            // its pending output transfers will not end: their jobs go back
+            for (shadow, gone) in starters::orphaned_transfers(&self.setup.execute, pid) {
+                tracing::warn!("{}", gone.reason);
+                self.peers.starter_gone(&shadow, gone);
+            }
+        }
         if !running {
             return;
         }

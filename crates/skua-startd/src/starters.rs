@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use skua_daemon::DaemonContext;
-use skua_proto::{StarterDone, StarterHold, StarterSpec};
+use skua_proto::{StarterDone, StarterGone, StarterHold, StarterSpec};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::sync::mpsc;
 
@@ -414,6 +414,43 @@ fn tree_kb(path: &Path) -> i64 {
         }
     }
     kb
+}
+
+/// The jobs whose output transfers the dead starter `pid` left pending
+/// (`dir_<pid>.out<n>.job` records, removed as they are read): each with
+/// its shadow's address, to be reported gone.
+pub fn orphaned_transfers(execute: &Path, pid: u32) -> Vec<(String, StarterGone)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(execute) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(sandbox) = name.to_str().and_then(|n| n.strip_suffix(".job")) else {
+            continue;
+        };
+        if pending_sandbox_pid(sandbox) != Some(pid) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let _ = std::fs::remove_file(e.path());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+        match (field("shadow_addr"), field("claim_id"), field("job_id")) {
+            (Some(shadow_addr), Some(claim_id), Some(job_id)) => out.push((
+                shadow_addr,
+                StarterGone {
+                    claim_id,
+                    reason: format!(
+                        "the starter {pid} died with the output transfer of job {job_id} pending"
+                    ),
+                    job_id,
+                },
+            )),
+            _ => tracing::warn!("{}: not a pending transfer record", e.path().display()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

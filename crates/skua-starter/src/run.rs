@@ -389,6 +389,7 @@ async fn run_job(
                 done: spec.job_id.clone(),
             });
         let pending = crate::sandbox_manager::Pending {
+            shadow_addr: starter.shadow_addr.clone(),
             client: starter.client.clone(),
             as_user: as_user.clone(),
             rights: starter.rights(),

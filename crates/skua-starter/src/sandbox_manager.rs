@@ -50,6 +50,9 @@ pub struct SandboxManager {
 
 /// What the background transfer of one exited job needs.
 pub struct Pending {
+    /// The shadow's address (written beside the pending sandbox, so that
+    /// the startd can report the job if this starter dies).
+    pub shadow_addr: String,
     pub client: Client,
     pub as_user: AsUser,
     pub rights: Rights,
@@ -105,6 +108,17 @@ impl SandboxManager {
         if let Err(e) = std::fs::rename(scratch, &dir) {
             return Err((p, format!("cannot rename {}: {e}", scratch.display())));
         }
+        // `<sandbox>.job`: whom the startd tells if this starter dies
+        // with the transfer pending
+        let mut job_file = dir.clone().into_os_string();
+        job_file.push(".job");
+        let job_file = PathBuf::from(job_file);
+        let record = serde_json::json!({
+            "shadow_addr": p.shadow_addr,
+            "claim_id": p.claim_id,
+            "job_id": p.job_id,
+        });
+        let _ = std::fs::write(&job_file, record.to_string());
         let report = JobExit {
             claim_id: p.claim_id.clone(),
             outcome: p.outcome.clone(),
@@ -119,6 +133,7 @@ impl SandboxManager {
         {
             // not handed over: the directory goes back where it was
             let _ = std::fs::rename(&dir, scratch);
+            let _ = std::fs::remove_file(&job_file);
             return Err((
                 p,
                 format!("the shadow refused the transferring report: {e}"),
@@ -132,6 +147,7 @@ impl SandboxManager {
             }
             transfer(&dir, p).await;
             crate::run::remove_scratch(&dir).await;
+            let _ = std::fs::remove_file(&job_file);
             drop(permit);
         });
         Ok(())

@@ -252,3 +252,33 @@ fn a_pending_output_sandbox_shrinks_the_slots_disk() {
     let got = std::fs::read(work.join("big.0")).unwrap();
     assert!(got == expected(0, LEN), "big.0 differs");
 }
+
+#[test]
+fn a_starter_killed_with_an_output_pending_requeues_the_job() {
+    let pool = pool_with("asyncstarter", "4000");
+    let work = pool.home.join("work");
+    writer(&work);
+    let cluster = pool.submit_job(
+        &work,
+        "executable = job.sh\n\
+         arguments = 0\n\
+         should_transfer_files = YES\n\
+         request_disk = 1024\n\
+         queue\n",
+    );
+    wait_for(
+        "the job transferring its output",
+        Duration::from_secs(60),
+        || pool.skua(&["q", &cluster, "-af", "JobStatus"]).stdout == b"6\n",
+    );
+    for pid in pids_of(&pool, "starter") {
+        kill(pid, "-KILL");
+    }
+    // the startd reports the pending transfer's job: it runs again and
+    // completes with its output
+    wait_empty(&pool, 120);
+    let rows = history(&pool, &["ExitCode", "JobStatus", "NumJobStarts"]);
+    assert_eq!(rows, vec!["0 4 2"], "{}", pool.logs());
+    let got = std::fs::read(work.join("big.0")).unwrap();
+    assert!(got == expected(0, LEN), "big.0 differs");
+}
