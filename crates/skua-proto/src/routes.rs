@@ -489,6 +489,16 @@ pub const SHADOW_EXIT: Route<JobExit, Ack> = Route::new(
     RequestBody::Buffered(AD_BODY_LIMIT),
 );
 
+/// `POST /shadow/transferring` with [`crate::JobExit`] → [`crate::Ack`]:
+/// the job exited and its outputs follow in the background (the final
+/// `/shadow/exit` comes once they all arrived).
+pub const SHADOW_TRANSFERRING: Route<JobExit, Ack> = Route::new(
+    "POST",
+    "/shadow/transferring",
+    Some(AuthLevel::Daemon),
+    RequestBody::Buffered(AD_BODY_LIMIT),
+);
+
 /// `POST /shadow/starter_gone` with [`crate::StarterGone`] → [`crate::Ack`].
 pub const SHADOW_STARTER_GONE: Route<StarterGone, Ack> = Route::new(
     "POST",
@@ -611,6 +621,7 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_OUTPUT_FILE.spec(),
     SHADOW_UPDATE.spec(),
     SHADOW_EXIT.spec(),
+    SHADOW_TRANSFERRING.spec(),
     SHADOW_STARTER_GONE.spec(),
     SHADOW_TRANSFER_QUEUE.spec(),
     SHADOW_CHECKPOINT_FILE.spec(),

@@ -261,6 +261,9 @@ impl<'q> Planner<'q> {
         self.set_int(id, attr::LAST_JOB_STATUS, status_of(ad).code());
         self.set_int(id, attr::JOB_STATUS, to.code());
         self.set_int(id, attr::ENTERED_CURRENT_STATUS, now);
+        if status_of(ad) == JobStatus::TransferringOutput && to != JobStatus::TransferringOutput {
+            self.set(id, crate::run::TRANSFERRING_OUTPUT, &Expr::boolean(false));
+        }
     }
 
     /// Puts a job on hold.

@@ -379,6 +379,10 @@ impl Queue {
                 status.name().to_ascii_lowercase()
             )));
         }
+        // the output has arrived: the transfer is over
+        if status == JobStatus::TransferringOutput {
+            p.set(id, crate::run::TRANSFERRING_OUTPUT, &Expr::boolean(false));
+        }
         let termination = match (exit.signal, exit.exit_code) {
             (Some(signal), _) => Termination::Signal {
                 signal,

@@ -23,6 +23,8 @@ pub const STARTD_IP_ADDR: &str = "StartdIpAddr";
 /// Attributes the schedd keeps to itself (HTCondor's private
 /// attributes): left out of every ad it shows or sends.
 pub const PRIVATE: &[&str] = &[CLAIM_ID];
+/// True while the job's output transfer is under way (JobStatus 6).
+pub const TRANSFERRING_OUTPUT: &str = "TransferringOutput";
 /// When the job first started running.
 pub const JOB_START_DATE: &str = "JobStartDate";
 /// When the current run started.
@@ -250,6 +252,21 @@ impl Queue {
         let mut p = Planner::new(self);
         if status_of(ad).is_active() {
             p.set_int(id, LAST_JOB_LEASE_RENEWAL, now);
+        }
+        Ok(p.finish())
+    }
+
+    /// The job's process exited and its output is on its way back (the
+    /// starter's asynchronous output transfer): a Running or Suspended job
+    /// becomes TransferringOutput (JobStatus 6) with `TransferringOutput =
+    /// true`; the exit itself is recorded when the output has arrived
+    /// ([`Queue::plan_exit`]). Any other status is left as it is.
+    pub fn plan_transferring_output(&self, id: JobId, now: i64) -> Result<Txn, QueueError> {
+        let ad = self.job_ad(id)?;
+        let mut p = Planner::new(self);
+        if matches!(status_of(ad), JobStatus::Running | JobStatus::Suspended) {
+            p.new_status(id, ad, JobStatus::TransferringOutput, now);
+            p.set(id, TRANSFERRING_OUTPUT, &Expr::boolean(true));
         }
         Ok(p.finish())
     }

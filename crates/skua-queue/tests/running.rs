@@ -633,3 +633,69 @@ fn a_run_that_ends_mid_transfer_leaves_no_transfer_flag_set() {
     assert_eq!(flag("TransferQueued").as_deref(), Some("false"));
     assert_eq!(flag("TransferringInput").as_deref(), Some("false"));
 }
+
+fn flag(q: &Queue, id: JobId, name: &str) -> Option<bool> {
+    match q.job(id)?.lookup(name)? {
+        Expr::Lit(classad::Value::Bool(b)) => Some(*b),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_exited_job_transfers_its_output_then_its_exit_is_recorded() {
+    let mut q = Queue::new();
+    let c = submit(
+        &mut q,
+        "alice",
+        vec![job(""), job("OnExitRemove = false"), job("")],
+    );
+    let (a, b, idle) = (JobId::new(c, 0), JobId::new(c, 1), JobId::new(c, 2));
+    for id in [a, b] {
+        let t = q.plan_start(id, "slot1@h", NOW).unwrap();
+        commit(&mut q, &t);
+        let t = q.plan_transferring_output(id, NOW + 5).unwrap();
+        commit(&mut q, &t);
+        assert_eq!(q.status(id), Some(JobStatus::TransferringOutput));
+        assert_eq!(flag(&q, id, "TransferringOutput"), Some(true));
+        assert_eq!(num(&q, id, "LastJobStatus"), Some(2.0));
+    }
+    // only a running job transfers its output
+    let t = q.plan_transferring_output(idle, NOW + 5).unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(idle), Some(JobStatus::Idle));
+    assert_eq!(flag(&q, idle, "TransferringOutput"), None);
+    // the exit, once the output arrived: completed (a is gone to the
+    // history), or requeued with the transfer over
+    let exit = ExitInfo {
+        exit_code: Some(0),
+        ..ExitInfo::default()
+    };
+    let t = q.plan_exit(a, &exit, NOW + 9).unwrap();
+    assert!(t
+        .events
+        .iter()
+        .any(|(id, e)| *id == a && matches!(e, UserLogEvent::Terminated(_))));
+    commit(&mut q, &t);
+    assert_eq!(q.status(a), None);
+    let t = q.plan_exit(b, &exit, NOW + 9).unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(b), Some(JobStatus::Idle));
+    assert_eq!(flag(&q, b, "TransferringOutput"), Some(false));
+    // a transfer that failed outside the job: back to Idle, not completed
+    let t = q.plan_start(b, "slot1@h", NOW + 20).unwrap();
+    commit(&mut q, &t);
+    let t = q.plan_transferring_output(b, NOW + 25).unwrap();
+    commit(&mut q, &t);
+    let end = RunEnd::Failed {
+        reason: "the output transfer was interrupted".into(),
+        hold_code: 0,
+        hold_subcode: 0,
+        permanent: false,
+    };
+    let t = q
+        .plan_run_ended(b, &end, Rusage::default(), 10, NOW + 30)
+        .unwrap();
+    commit(&mut q, &t);
+    assert_eq!(q.status(b), Some(JobStatus::Idle));
+    assert_eq!(flag(&q, b, "TransferringOutput"), Some(false));
+}

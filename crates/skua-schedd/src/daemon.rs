@@ -557,6 +557,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .command(&routes::SHADOW_OUTPUT_FILE, post(shadow::output_file))
         .command(&routes::SHADOW_UPDATE, post(shadow::update))
         .command(&routes::SHADOW_EXIT, post(shadow::exit))
+        .command(
+            &routes::SHADOW_TRANSFERRING,
+            post(crate::async_output::transferring),
+        )
         .command(&routes::SHADOW_STARTER_GONE, post(shadow::starter_gone))
         .command(&routes::SHADOW_CHIRP, post(crate::chirp::call))
         .command(&routes::SHADOW_CHIRP_FETCH, post(crate::chirp::fetch))

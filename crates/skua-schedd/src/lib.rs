@@ -23,6 +23,7 @@
 //!   pruning, removal).
 //! - `evicted.rs`: the routes of `skua evicted_files`.
 
+mod async_output;
 pub mod checkpoint;
 pub mod chirp;
 mod claim;

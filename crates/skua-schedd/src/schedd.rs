@@ -1049,6 +1049,13 @@ impl Schedd {
         self.commit_then_policy(txn, now)
     }
 
+    /// The job's process exited and its outputs are on their way back:
+    /// TransferringOutput (JobStatus 6) until its final exit.
+    pub fn transferring_output(&mut self, id: JobId, now: i64) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_transferring_output(id, now)?;
+        self.commit_then_policy(txn, now)
+    }
+
     /// The job's process exited: the exit policy decides.
     pub fn job_exited(
         &mut self,

@@ -37,6 +37,9 @@ pub(crate) async fn starter_gone(
     State(st): State<Shared>,
     Json(g): Json<StarterGone>,
 ) -> Result<Json<Ack>, ApiError> {
+    if crate::async_output::starter_gone(&st, &g).await {
+        return Ok(Json(Ack {}));
+    }
     {
         let runs = st.shadows.runs();
         let run = runs.get(&g.claim_id).ok_or_else(unknown_claim)?;
@@ -351,11 +354,13 @@ pub(crate) async fn output_file(
     body: Body,
 ) -> Result<Json<Ack>, ApiError> {
     let meta: OutputFileMeta = transfer_meta(&headers)?;
+    // a run draining its outputs has a key of its own
+    let key = crate::async_output::run_key(&st.shadows, &meta.claim_id, meta.job_id.as_deref());
     if let Some(job) = meta.job_id.as_deref() {
         let current = st
             .shadows
             .runs()
-            .get(&meta.claim_id)
+            .get(&key)
             .is_some_and(|r| r.job.to_string() == job);
         if !current && st.shadows.finished(&meta.claim_id, job) {
             // a repeat for a run already over (its starter did not hear
@@ -378,7 +383,7 @@ pub(crate) async fn output_file(
     let (dest, job_ad) = {
         let runs = st.shadows.runs();
         let run = runs
-            .get(&meta.claim_id)
+            .get(&key)
             .filter(|r| {
                 meta.job_id
                     .as_deref()
@@ -389,7 +394,7 @@ pub(crate) async fn output_file(
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         (dest, run.job_ad.clone())
     };
-    let claim = meta.claim_id.as_str();
+    let claim = key.as_str();
     let rights = owner_rights(&st, &job_ad)
         .map_err(|e| fail_run(&st, claim, output_failure(e, None, true)))?;
     // Everything with the owner's rights: the directories, a temporary file
@@ -837,13 +842,11 @@ pub(crate) async fn exit(
     State(st): State<Shared>,
     Json(x): Json<JobExit>,
 ) -> Result<Json<Ack>, ApiError> {
+    // a run that drained its outputs has a key of its own
+    let key = crate::async_output::run_key(&st.shadows, &x.claim_id, x.job_id.as_deref());
     // a run being reconnected: its reconnection is logged first (waited
     // for a few seconds at most)
-    let gate = st
-        .shadows
-        .runs()
-        .get(&x.claim_id)
-        .and_then(|r| r.gate.clone());
+    let gate = st.shadows.runs().get(&key).and_then(|r| r.gate.clone());
     if let Some(mut g) = gate {
         let _ =
             tokio::time::timeout(std::time::Duration::from_secs(5), g.wait_for(|open| *open)).await;
@@ -851,7 +854,7 @@ pub(crate) async fn exit(
     let repeat = {
         let runs = st.shadows.runs();
         let run = runs
-            .get(&x.claim_id)
+            .get(&key)
             .filter(|r| x.job_id.as_deref().is_none_or(|j| j == r.job.to_string()));
         let job = x.job_id.clone().or_else(|| run.map(|r| r.job.to_string()));
         let over = run.is_none_or(|r| r.done.is_none());
@@ -871,7 +874,7 @@ pub(crate) async fn exit(
     let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();
         let run = runs
-            .get_mut(&x.claim_id)
+            .get_mut(&key)
             .filter(|r| x.job_id.as_deref().is_none_or(|j| j == r.job.to_string()))
             .ok_or_else(unknown_claim)?;
         // a short job's execution comes with its exit
@@ -966,6 +969,7 @@ pub(crate) async fn exit(
     .await;
     if result.is_ok() {
         st.shadows.remember_finished(&x.claim_id, job);
+        crate::async_output::drained(&st.shadows, &key, &x.claim_id);
     }
     st.changed.notify_one();
     if let Some(tx) = done {

@@ -58,6 +58,12 @@ pub struct Slot {
     pub(crate) next_child: u32,
 }
 
+/// The `Disk` a slot advertises: what it has less what the pending output
+/// sandboxes of its earlier jobs take (never below zero).
+pub fn advertised_disk(disk_kb: i64, pending_output_kb: i64) -> i64 {
+    disk_kb.saturating_sub(pending_output_kb.max(0)).max(0)
+}
+
 pub(crate) fn evaluator(now: i64) -> Evaluator {
     Evaluator::new(EvalOptions {
         now: now as f64,
@@ -78,6 +84,10 @@ pub struct Machine {
     /// Attributes from `STARTD_ATTRIBUTE_FILE`, read at each poll (they
     /// override measured and cron ones).
     pub overrides: BTreeMap<String, Expr>,
+    /// The KB of finished jobs' sandboxes whose output is still being
+    /// transferred (asynchronous output transfer), by slot name: the
+    /// slot's advertised `Disk` is smaller by as much.
+    pub pending_output_kb: BTreeMap<String, i64>,
 }
 
 impl Machine {
@@ -115,6 +125,7 @@ impl Machine {
             address: String::new(),
             cron: BTreeMap::new(),
             overrides: BTreeMap::new(),
+            pending_output_kb: BTreeMap::new(),
         }
     }
 

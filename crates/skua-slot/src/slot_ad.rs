@@ -35,7 +35,8 @@ impl Machine {
         ad.insert_value("DynamicSlot", s.kind == SlotKind::Dynamic);
         ad.insert_value("Cpus", s.cpus);
         ad.insert_value("Memory", s.memory_mb);
-        ad.insert_value("Disk", s.disk_kb);
+        let pending = self.pending_output_kb.get(&s.name).copied().unwrap_or(0);
+        ad.insert_value("Disk", crate::machine::advertised_disk(s.disk_kb, pending));
         ad.insert_value("TotalSlotCpus", s.total.0);
         ad.insert_value("TotalSlotMemory", s.total.1);
         ad.insert_value("TotalSlotDisk", s.total.2);

@@ -59,6 +59,9 @@ pub struct Measured {
     pub keyboard_idle: i64,
     pub console_idle: i64,
     pub overrides: Option<BTreeMap<String, Expr>>,
+    /// The KB of the pending output sandboxes in `EXECUTE`, by the pid of
+    /// the starter that made them (asynchronous output transfer).
+    pub pending_outputs: BTreeMap<u32, i64>,
 }
 
 /// Everything the loop reacts to.

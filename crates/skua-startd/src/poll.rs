@@ -64,6 +64,7 @@ impl Poller {
             keyboard_idle: f.keyboard_idle,
             console_idle: f.console_idle,
             overrides: attribute_file.map(read_attribute_file),
+            pending_outputs: crate::starters::pending_outputs(&sources.execute),
         }
     }
 

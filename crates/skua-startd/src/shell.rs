@@ -37,6 +37,10 @@ fn api_error(r: Refusal) -> ApiError {
 pub struct Shell {
     pub machine: Machine,
     starters: Starters,
+    /// The slot of each starter started, by pid: a starter whose claim is
+    /// over may still be sending its jobs' outputs (its pending sandboxes
+    /// count against that slot's Disk until they are gone).
+    starter_slots: std::collections::BTreeMap<u32, String>,
     setup: StarterSetup,
     /// Handed to the starters' tasks.
     events: mpsc::Sender<Event>,
@@ -57,6 +61,7 @@ impl Shell {
         Shell {
             machine,
             starters: Starters::default(),
+            starter_slots: Default::default(),
             setup,
             events,
             cron: BTreeMap::new(),
@@ -183,6 +188,18 @@ impl Shell {
         if let Some(overrides) = measured.overrides {
             self.machine.overrides = overrides;
         }
+        // pending output sandboxes count against their slot's Disk
+        let live: Vec<u32> = self.starters.iter().map(|(_, s)| s.pid).collect();
+        let pending = &measured.pending_outputs;
+        self.starter_slots
+            .retain(|pid, _| live.contains(pid) || pending.contains_key(pid));
+        let mut by_slot = std::collections::BTreeMap::new();
+        for (pid, kb) in pending {
+            if let Some(slot) = self.starter_slots.get(pid) {
+                *by_slot.entry(slot.clone()).or_insert(0i64) += *kb;
+            }
+        }
+        self.machine.pending_output_kb = by_slot;
         let now = self.clock.now_secs();
         let actions = self.machine.tick(now);
         self.act(actions, now);
@@ -406,6 +423,7 @@ impl Shell {
                             a.job_id,
                             starter.pid
                         );
+                        self.starter_slots.insert(starter.pid, launch.slot.clone());
                         self.starters.insert(launch.slot, starter);
                         Ok(Reply::Ack)
                     }
@@ -511,6 +529,13 @@ impl Shell {
             .is_some_and(|s| s.pid == pid && s.busy);
         if self.starters.get(slot).is_some_and(|s| s.pid == pid) {
             self.starters.remove(slot);
+        }
+        if abnormal {
+            // its pending output transfers will not end: their jobs go back
+            for (shadow, gone) in starters::orphaned_transfers(&self.setup.execute, pid) {
+                tracing::warn!("{}", gone.reason);
+                self.peers.starter_gone(&shadow, gone);
+            }
         }
         if !running {
             return;
@@ -714,6 +739,7 @@ mod tests {
             keyboard_idle: 3600,
             console_idle: 3600,
             overrides: None,
+            pending_outputs: Default::default(),
         })
     }
 
@@ -758,6 +784,7 @@ mod tests {
                 keyboard_idle: 0,
                 console_idle: 7,
                 overrides: Some(overrides.into_iter().collect()),
+                pending_outputs: Default::default(),
             }))
             .await
             .unwrap();

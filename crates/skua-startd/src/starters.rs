@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use skua_daemon::DaemonContext;
-use skua_proto::{StarterDone, StarterHold, StarterSpec};
+use skua_proto::{StarterDone, StarterGone, StarterHold, StarterSpec};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::sync::mpsc;
 
@@ -209,6 +209,17 @@ impl StarterSetup {
                 tracing::warn!("removing {}: {e}", dir.display());
             }
         }
+        // pending output sandboxes a starter that died left behind (their
+        // jobs go back to Idle at the schedd: never completed without them)
+        if let Ok(entries) = std::fs::read_dir(&self.execute) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if name.to_str().and_then(pending_sandbox_pid) == Some(pid) {
+                    tracing::warn!("removing the pending output sandbox {}", e.path().display());
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
         if let Some(cgroups) = &self.cgroups {
             cgroups.clean_leftovers(Some(pid), Duration::from_secs(2));
         }
@@ -361,4 +372,112 @@ pub async fn spawn(
         anyhow::bail!("cannot hand starter {pid} its job");
     }
     Ok(starter)
+}
+
+/// The starter pid of a pending output sandbox's name (`dir_<pid>.out<n>`,
+/// see skua-starter's `sandbox_manager.rs`).
+pub fn pending_sandbox_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix("dir_")?.split_once(".out")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// The KB the pending output sandboxes of `execute` take, by starter pid
+/// (the files' allocated blocks; links are not followed).
+pub fn pending_outputs(execute: &Path) -> BTreeMap<u32, i64> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(execute) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(pending_sandbox_pid) else {
+            continue;
+        };
+        *out.entry(pid).or_insert(0) += tree_kb(&e.path());
+    }
+    out
+}
+
+fn tree_kb(path: &Path) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let mut kb = i64::try_from(m.blocks() / 2).unwrap_or(i64::MAX);
+    if m.is_dir() {
+        if let Ok(entries) = std::fs::read_dir(path) {
+            for e in entries.flatten() {
+                kb = kb.saturating_add(tree_kb(&e.path()));
+            }
+        }
+    }
+    kb
+}
+
+/// The jobs whose output transfers the dead starter `pid` left pending
+/// (`dir_<pid>.out<n>.job` records, removed as they are read): each with
+/// its shadow's address, to be reported gone.
+pub fn orphaned_transfers(execute: &Path, pid: u32) -> Vec<(String, StarterGone)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(execute) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(sandbox) = name.to_str().and_then(|n| n.strip_suffix(".job")) else {
+            continue;
+        };
+        if pending_sandbox_pid(sandbox) != Some(pid) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let _ = std::fs::remove_file(e.path());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+        match (field("shadow_addr"), field("claim_id"), field("job_id")) {
+            (Some(shadow_addr), Some(claim_id), Some(job_id)) => out.push((
+                shadow_addr,
+                StarterGone {
+                    claim_id,
+                    reason: format!(
+                        "the starter {pid} died with the output transfer of job {job_id} pending"
+                    ),
+                    job_id,
+                },
+            )),
+            _ => tracing::warn!("{}: not a pending transfer record", e.path().display()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::*;
+
+    #[test]
+    fn pending_sandboxes_are_found_by_name_and_measured() {
+        assert_eq!(pending_sandbox_pid("dir_123.out1"), Some(123));
+        assert_eq!(pending_sandbox_pid("dir_123.out12"), Some(123));
+        for name in [
+            "dir_123",
+            "dir_123.pgid",
+            "dir_123.out",
+            "dir_x.out1",
+            "dir_1.outx",
+        ] {
+            assert_eq!(pending_sandbox_pid(name), None, "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = dir.path().join("dir_77.out1");
+        std::fs::create_dir_all(sandbox.join("sub")).unwrap();
+        std::fs::write(sandbox.join("sub/a"), vec![1u8; 256 * 1024]).unwrap();
+        std::fs::create_dir(dir.path().join("dir_78")).unwrap();
+        std::fs::write(dir.path().join("dir_78/b"), vec![1u8; 64 * 1024]).unwrap();
+        let found = pending_outputs(dir.path());
+        assert_eq!(found.keys().copied().collect::<Vec<_>>(), vec![77]);
+        assert!(found[&77] >= 256, "{found:?}");
+    }
 }

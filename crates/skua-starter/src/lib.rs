@@ -26,6 +26,7 @@ mod http;
 pub mod plan;
 pub mod plugins;
 pub mod run;
+pub mod sandbox_manager;
 pub mod usage;
 mod xferq;
 

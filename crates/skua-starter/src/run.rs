@@ -279,7 +279,13 @@ pub async fn run(
     let mut client: Option<(String, Client)> = None;
     // one worker per account for the whole claim, not one per job
     let as_user = AsUser::new();
-    loop {
+    // asynchronous output transfer (sandbox_manager.rs), when switched on
+    let mut manager = if crate::sandbox_manager::enabled(&ctx)? {
+        Some(crate::sandbox_manager::SandboxManager::new(&ctx)?)
+    } else {
+        None
+    };
+    let code = loop {
         let (acked, more, lost) = run_job(
             &ctx,
             &as_user,
@@ -288,24 +294,32 @@ pub async fn run(
             &mut inbox,
             &mut client,
             &mut done,
+            &mut manager,
         )
         .await?;
         if lost {
-            return Ok(STARTER_EXIT_LOST_SHADOW);
+            break STARTER_EXIT_LOST_SHADOW;
         }
         if !more || !acked {
-            return Ok(if acked { 0 } else { 1 });
+            break if acked { 0 } else { 1 };
         }
         match next_job(&mut signals, &mut inbox).await {
             Some(next) => spec = next,
-            None => return Ok(0),
+            None => break 0,
         }
+    };
+    // the pending output transfers end before the starter does
+    if let Some(m) = manager.as_mut() {
+        m.finish().await;
     }
+    Ok(code)
 }
 
 /// Runs one job: from the spec to the shadow's acknowledgement of its
 /// exit. Returns (acknowledged, the starter may take another job, the
 /// job was given up because the shadow stayed unreachable for its lease).
+// (the claim's state the starter keeps between jobs, one argument each)
+#[allow(clippy::too_many_arguments)]
 async fn run_job(
     ctx: &DaemonContext,
     as_user: &AsUser,
@@ -314,6 +328,7 @@ async fn run_job(
     inbox: &mut Inbox,
     client: &mut Option<(String, Client)>,
     done: &mut impl FnMut(&StarterDone) -> bool,
+    manager: &mut Option<crate::sandbox_manager::SandboxManager>,
 ) -> anyhow::Result<(bool, bool, bool)> {
     let job = classad::parse_ad(&spec.job_ad).context("parsing the job ad")?;
     let slot = classad::parse_ad(&spec.slot_ad).context("parsing the slot ad")?;
@@ -363,6 +378,8 @@ async fn run_job(
         suspend_requested: false,
         transparent: Default::default(),
         chirp: None,
+        deferred_outputs: None,
+        defer_outputs: manager.is_some(),
     };
     let outcome = starter.go().await;
     // the job's last delayed attributes before its exit report
@@ -387,8 +404,35 @@ async fn run_job(
             permanent: f.permanent,
         },
     };
-    remove_scratch(&scratch).await;
     let _ = std::fs::remove_file(&pgid_file);
+    if let (Some(baseline), Some(m)) = (starter.deferred_outputs.take(), manager.as_mut()) {
+        // the outputs go in the background (sandbox_manager.rs)
+        let more = !starter.startd_gone
+            && done(&StarterDone {
+                done: spec.job_id.clone(),
+            });
+        let pending = crate::sandbox_manager::Pending {
+            shadow_addr: starter.shadow_addr.clone(),
+            client: starter.client.clone(),
+            as_user: as_user.clone(),
+            rights: starter.rights(),
+            job: starter.job.clone(),
+            claim_id: spec.claim_id.clone(),
+            job_id: spec.job_id.clone(),
+            baseline,
+            executable: starter.executable.clone(),
+            outcome,
+            usage,
+            executed: starter.spawned && !starter.executing_reported,
+        };
+        if let Err((pending, reason)) = m.hand_over(&scratch, pending).await {
+            tracing::warn!(job = %spec.job_id, %reason, "sending the outputs now");
+            crate::sandbox_manager::transfer_now(&scratch, pending).await;
+            remove_scratch(&scratch).await;
+        }
+        return Ok((true, more, false));
+    }
+    remove_scratch(&scratch).await;
     if starter.lost_shadow {
         // the job was killed: nothing is reported to anyone
         tracing::warn!(job = %spec.job_id, "the job was given up: its shadow stayed unreachable for its lease");
@@ -486,7 +530,7 @@ fn job_lease(job: &ClassAd) -> Option<Duration> {
 
 /// Whether a call to the shadow failed on the way (refused, reset, timed
 /// out) rather than being answered with an error.
-fn is_transient(e: &skua_net::NetError) -> bool {
+pub(crate) fn is_transient(e: &skua_net::NetError) -> bool {
     match e.remote() {
         None => true,
         Some(b) => matches!(
@@ -496,7 +540,7 @@ fn is_transient(e: &skua_net::NetError) -> bool {
     }
 }
 
-async fn remove_scratch(dir: &Path) {
+pub(crate) async fn remove_scratch(dir: &Path) {
     // (a scratch directory is small: removed in place, on the one thread)
     if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
         return;
@@ -562,6 +606,11 @@ struct Starter<'a> {
     startd_gone: bool,
     /// The job's process was started.
     spawned: bool,
+    /// Asynchronous output transfer is on (`SKUA_ASYNC_OUTPUT_TRANSFER`).
+    defer_outputs: bool,
+    /// The job exited and its outputs are left for the sandbox manager
+    /// (the baseline of its input files).
+    deferred_outputs: Option<BTreeMap<String, Stamp>>,
     /// The `executing` update was sent (else the exit report carries it).
     executing_reported: bool,
     /// The account the job runs as (`None`: the starter's own, it is not
@@ -971,6 +1020,11 @@ impl Starter<'_> {
                 false,
             ),
         };
+        if send_outputs && !shared_fs && self.defer_outputs {
+            // handed to the sandbox manager once the run is over
+            self.deferred_outputs = Some(std::mem::take(&mut self.baseline));
+            return Ok(outcome);
+        }
         if send_outputs && !shared_fs {
             let baseline = std::mem::take(&mut self.baseline);
             let sent = loop {
@@ -1975,7 +2029,7 @@ async fn fetch_inputs(
 
 /// The regular files at the top of `dir`, by name, with size and
 /// modification time.
-fn top_level_files(dir: &Path) -> BTreeMap<String, Stamp> {
+pub(crate) fn top_level_files(dir: &Path) -> BTreeMap<String, Stamp> {
     let mut out = BTreeMap::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -1997,7 +2051,7 @@ fn top_level_files(dir: &Path) -> BTreeMap<String, Stamp> {
 }
 
 /// Every regular file below `root/rel`, as paths relative to `root`.
-fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
+pub(crate) fn files_below(root: &Path, rel: &str, out: &mut Vec<String>) {
     let Ok(rd) = std::fs::read_dir(root.join(rel)) else {
         return;
     };

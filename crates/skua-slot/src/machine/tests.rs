@@ -723,3 +723,29 @@ fn an_idle_claim_evaluates_start_against_its_job() {
     assert!(m.tick(1).is_empty());
     assert_eq!(state_of(&m, slot), (State::Claimed, Activity::Idle));
 }
+
+#[test]
+fn pending_output_sandboxes_shrink_the_slots_disk() {
+    use crate::machine::advertised_disk;
+    assert_eq!(advertised_disk(400_000, 0), 400_000);
+    assert_eq!(advertised_disk(400_000, 150_000), 250_000);
+    // never below zero, and a nonsense negative size counts for nothing
+    assert_eq!(advertised_disk(400_000, 500_000), 0);
+    assert_eq!(advertised_disk(400_000, -5), 400_000);
+    let mut m = machine(&[("NUM_CPUS", "2")]);
+    let names: Vec<String> = m.slots.iter().map(|s| s.name.clone()).collect();
+    let before: Vec<_> = m
+        .ads(0)
+        .into_iter()
+        .map(|(_, ad)| attr(&ad, "Disk"))
+        .collect();
+    m.pending_output_kb.insert(names[0].clone(), 1000);
+    let after: Vec<_> = m
+        .ads(0)
+        .into_iter()
+        .map(|(_, ad)| attr(&ad, "Disk"))
+        .collect();
+    let d0: i64 = before[0].parse().unwrap();
+    assert_eq!(after[0], v(d0 - 1000));
+    assert_eq!(after[1], before[1]);
+}
