@@ -558,7 +558,7 @@ impl Queue {
         p.delete(id, ad, JOB_DISCONNECTED_DATE);
     }
 
-    fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {
+    pub(crate) fn job_ad(&self, id: JobId) -> Result<&classad::ClassAd, QueueError> {
         self.job(id)
             .ok_or_else(|| QueueError::NotFound(format!("job {id} is not in the queue")))
     }
