@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{job_pool, wait_for, Pool};
+use common::{job_pool, kill, pids_of, wait_for, Pool};
 
 /// Two slots of one CPU each: 100 MB and 300 MB of memory.
 fn two_kinds(name: &str) -> Pool {
@@ -191,6 +191,60 @@ fn an_unresolvable_reference_holds_the_job_and_the_claim_runs_another() {
     assert_eq!(
         std::fs::read_to_string(work.join("good.out")).unwrap(),
         format!("{} fine\ninput for linux\n", slot.trim())
+    );
+}
+
+#[test]
+fn a_run_found_again_after_a_schedd_restart_keeps_its_expanded_names() {
+    let pool = job_pool("match-reconnect", "1", &[("_CONDOR_POLLING_INTERVAL", "1")]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let go = work.join("go");
+    script(
+        &work,
+        "job.sh",
+        &format!(
+            "#!/bin/sh\nwhile [ ! -e {go} ]; do sleep 0.1; done\n\
+             echo \"$1\" > res.LINUX\necho done\n",
+            go = go.display()
+        ),
+    );
+    // the output files are named by the machine: the shadow of the run
+    // found again must know the names the starter used
+    pool.submit_job(
+        &work,
+        "executable = job.sh\n\
+         arguments = $$(Memory)\n\
+         output = out.$$(OpSys)\n\
+         should_transfer_files = YES\n\
+         transfer_output_files = res.$$(OpSys)\n\
+         job_lease_duration = 60\n\
+         log = job.log\n\
+         queue\n",
+    );
+    let log = || std::fs::read_to_string(work.join("job.log")).unwrap_or_default();
+    wait_for("the job to run", Duration::from_secs(60), || {
+        log().contains("Job executing on host")
+    });
+    let schedds = pids_of(&pool, "schedd");
+    assert_eq!(schedds.len(), 1);
+    kill(schedds[0], "-KILL");
+    // the master starts another schedd, which finds the run again
+    wait_for("the reconnection", Duration::from_secs(60), || {
+        log().contains("Job reconnected")
+    });
+    std::fs::write(&go, "").unwrap();
+    wait_for("the job to complete", Duration::from_secs(60), || {
+        log().contains("Job terminated")
+    });
+    let memory = pool.ok(&["status", "-af", "Memory"]);
+    assert_eq!(
+        std::fs::read_to_string(work.join("res.LINUX")).unwrap(),
+        memory
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("out.LINUX")).unwrap(),
+        "done\n"
     );
 }
 
