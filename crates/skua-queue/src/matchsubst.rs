@@ -101,10 +101,10 @@ pub fn expand_match(
         if starts_with_ignore_case(&name, "MATCH_") {
             continue;
         }
-        let text = classad::unparse(&expr);
-        if !text.contains("$$(") {
+        if !mentions_dollar_dollar(&expr) {
             continue;
         }
+        let text = classad::unparse(&expr);
         if machine.is_none() {
             if let Some(e) = job.lookup(&format!("MATCH_EXP_{name}")) {
                 x.out.expanded.push((name, e.clone()));
@@ -280,6 +280,29 @@ impl Expander<'_> {
         self.out
             .record
             .push((format!("{LAST_MATCH_NAME}0"), Expr::string(&name)));
+    }
+}
+
+/// Whether a string literal of `e` holds `$$(` (the only place the
+/// ClassAd grammar lets it be): the cheap test before the text is made.
+fn mentions_dollar_dollar(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(Value::Str(s)) => s.windows(3).any(|w| w == b"$$("),
+        Expr::Lit(Value::List(l)) | Expr::List(l) => l.iter().any(mentions_dollar_dollar),
+        Expr::Lit(Value::Ad(a)) | Expr::Ad(a) => {
+            a.iter_chained().any(|(_, e)| mentions_dollar_dollar(e))
+        }
+        Expr::Lit(_) | Expr::RelTimeStr(_) | Expr::Attr(_) | Expr::AbsAttr(_) => false,
+        Expr::Select(e, _) | Expr::Unary(_, e) | Expr::Paren(e) => mentions_dollar_dollar(e),
+        Expr::Index(a, b) | Expr::Binary(_, a, b) | Expr::Elvis(a, b) => {
+            mentions_dollar_dollar(a) || mentions_dollar_dollar(b)
+        }
+        Expr::Cond(c) => {
+            mentions_dollar_dollar(&c.0)
+                || mentions_dollar_dollar(&c.1)
+                || mentions_dollar_dollar(&c.2)
+        }
+        Expr::Call(c) => c.args.iter().any(mentions_dollar_dollar),
     }
 }
 
@@ -465,7 +488,10 @@ mod tests {
 
     #[test]
     fn references_inside_expressions_and_nested_strings_are_expanded() {
-        let job = ad("Foo = strcat(\"a\", \"$$(Name)\")\nBar = [ x = \"$$(Memory)\" ]\n");
+        let job = ad(
+            "Foo = strcat(\"a\", \"$$(Name)\")\nBar = [ x = \"$$(Memory)\" ]\n\
+                      Baz = { 1, \"$$(OpSys)\" }\nQux = Cpus > 1 ? \"$$(Cpus)\" : \"none\"\n",
+        );
         let x = expand_match(&job, Some(&machine()), 0).unwrap();
         assert_eq!(
             record(&x, "MATCH_EXP_Foo").as_deref(),
@@ -474,6 +500,14 @@ mod tests {
         assert_eq!(
             record(&x, "MATCH_EXP_Bar").as_deref(),
             Some("[ x = \"1024\" ]")
+        );
+        assert_eq!(
+            record(&x, "MATCH_EXP_Baz").as_deref(),
+            Some("{ 1,\"LINUX\" }")
+        );
+        assert_eq!(
+            record(&x, "MATCH_EXP_Qux").as_deref(),
+            Some("Cpus > 1 ? \"4\" : \"none\"")
         );
     }
 
