@@ -49,6 +49,7 @@
 
 pub mod attr;
 mod autocluster;
+pub mod matchsubst;
 mod mutation;
 mod plan;
 mod policy;
@@ -60,6 +61,7 @@ pub mod xferq;
 pub use transfer::{BYTES_RECVD, BYTES_SENT};
 
 pub use autocluster::AutoCluster;
+pub use matchsubst::{expand_match, MatchExpansion, Unexpandable};
 pub use mutation::{Mutation, Txn};
 pub use plan::{
     Action, ActionReport, Actor, Outcome, ReportEntry, Selector, SubmitContext, SubmitLimits,

@@ -131,14 +131,17 @@ impl From<skua_net::NetError> for StartdError {
 pub(crate) trait ClaimQueue: Send + Sync {
     /// The job's whole ad, if it is still in the queue.
     fn job_ad(&self, job: JobId) -> impl Future<Output = Option<ClassAd>> + Send;
-    /// Marks `job` Running on `slot` under the claim (recorded for a
-    /// restart); its ad to send to the startd. `Ok(None)`: the job is gone.
+    /// Marks `job` Running on `slot` (whose ad is `slot_ad`) under the
+    /// claim (recorded for a restart); its ad to send to the startd, with
+    /// `$$()` expanded. `Ok(None)`: the job is gone, or held because a
+    /// `$$()` of it cannot be expanded.
     fn start_run(
         &self,
         job: JobId,
         slot: &str,
         claim_id: &str,
         startd_addr: &str,
+        slot_ad: &ClassAd,
     ) -> impl Future<Output = Result<Option<ClassAd>, ShadowError>> + Send;
     /// The job's process started on `slot` at `startd_addr`.
     fn executing(
@@ -306,16 +309,17 @@ impl ClaimQueue for Shared {
         slot: &str,
         claim_id: &str,
         startd_addr: &str,
+        slot_ad: &ClassAd,
     ) -> Result<Option<ClassAd>, ShadowError> {
         let now = self.clock.now_secs();
-        let (slot, claim_id, startd_addr) = (
+        let (slot, claim_id, startd_addr, machine) = (
             slot.to_string(),
             claim_id.to_string(),
             startd_addr.to_string(),
+            slot_ad.clone(),
         );
         with_schedd(self, move |s| {
-            s.start_run(job, &slot, &claim_id, &startd_addr, now)?;
-            Ok(s.job_ad(job))
+            s.start_matched_run(job, &slot, &claim_id, &startd_addr, Some(&machine), now)
         })
         .await
         .map_err(ShadowError::queue)
@@ -450,6 +454,7 @@ pub(crate) async fn claim_task<Q: ClaimQueue, S: Startd>(
             &slot,
             &addr,
             job,
+            &slot_ad,
             &mut interval,
         )
         .await;
@@ -536,10 +541,11 @@ async fn run_one<Q: ClaimQueue, S: Startd>(
     slot: &str,
     addr: &str,
     job: JobId,
+    slot_ad: &ClassAd,
     interval: &mut Duration,
 ) -> Result<(), ShadowError> {
     let started = queue
-        .start_run(job, slot, &info.claim_id, &info.startd_addr)
+        .start_run(job, slot, &info.claim_id, &info.startd_addr, slot_ad)
         .await;
     let job_ad = match started {
         Ok(Some(ad)) => ad,
@@ -905,6 +911,7 @@ mod tests {
             _slot: &str,
             _claim_id: &str,
             _startd_addr: &str,
+            _slot_ad: &ClassAd,
         ) -> Result<Option<ClassAd>, ShadowError> {
             let mut s = self.state.lock().unwrap();
             let Some(at) = s.idle.iter().position(|j| *j == id) else {

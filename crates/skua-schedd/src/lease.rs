@@ -149,7 +149,8 @@ pub(crate) fn split_interrupted(
             claim_id.clone(),
             Run {
                 job,
-                job_ad: ad.clone(),
+                // `$$()` as expanded at the match (recorded in the queue)
+                job_ad: crate::match_start::recorded_expansion(&ad, shadows.clock.now_secs()),
                 slot: slot.clone(),
                 startd_addr: startd.clone(),
                 inputs: None,

@@ -16,6 +16,8 @@
 //!   keep alive, end run, next job for the claim), behind a narrow queue
 //!   handle and a startd handle.
 //! - `shadow.rs`: the routes the starter calls (files, updates, exit).
+//! - `match_start.rs`: `$$()` match-time substitution when a job starts
+//!   on a slot (around `skua_queue::matchsubst`).
 //! - `lease.rs`: keep-alive intervals and claim leases; releasing the
 //!   claims of runs a restart interrupted before their jobs run again.
 //! - [`sandbox`]: the shadow's file rules (input sandbox, output paths).
@@ -32,6 +34,7 @@ mod evicted;
 mod job_access;
 mod lease;
 mod local_copy;
+mod match_start;
 mod negotiator;
 mod runs;
 pub mod sandbox;

@@ -236,7 +236,7 @@ impl Schedd {
     }
 
     /// [`Schedd::commit`] with the store's durability `sync`.
-    fn commit_as(&mut self, txn: Txn, now: i64, sync: Sync) -> Result<(), ScheddError> {
+    pub(crate) fn commit_as(&mut self, txn: Txn, now: i64, sync: Sync) -> Result<(), ScheddError> {
         self.commit_recording(txn, now, sync, None)
     }
 

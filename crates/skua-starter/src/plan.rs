@@ -111,9 +111,26 @@ pub fn job_environment(job: &ClassAd, facts: &EnvFacts) -> Result<Vec<(String, S
         Vec::new()
     };
     for (k, v) in own {
+        let v = scratch_dir_in(&v, &facts.scratch_dir);
         env.insert(k, v);
     }
     Ok(env.into_iter().collect())
+}
+
+/// `value` with each `$$(CondorScratchDir)` (which the schedd's match-time
+/// substitution leaves in the environment for the starter, as HTCondor's
+/// does) replaced by the job's scratch directory.
+fn scratch_dir_in(value: &str, scratch: &str) -> String {
+    const MACRO: &str = "$$(condorscratchdir)";
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.to_ascii_lowercase().find(MACRO) {
+        out.push_str(&rest[..at]);
+        out.push_str(scratch);
+        rest = &rest[at + MACRO.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The signal number of a `KillSig` value: a name (`SIGTERM`, `TERM`,
@@ -565,6 +582,11 @@ mod tests {
         assert_eq!(env["_CONDOR_SLOT"], "slot1_2");
         assert_eq!(env["OMP_NUM_THREADS"], "4");
         assert_eq!(env["BATCH_SYSTEM"], "HTCondor");
+        let j =
+            ad(r#"[ Environment = "S=$$(CondorScratchDir)/a:$$(condorscratchdir) T=$$(Other)" ]"#);
+        let env: BTreeMap<_, _> = job_environment(&j, &facts).unwrap().into_iter().collect();
+        assert_eq!(env["S"], "/x/dir_1/a:/x/dir_1");
+        assert_eq!(env["T"], "$$(Other)");
         let j = ad(r#"[ Env = "C=3;D=x y" ]"#);
         let env: BTreeMap<_, _> = job_environment(&j, &facts).unwrap().into_iter().collect();
         assert_eq!(env["C"], "3");

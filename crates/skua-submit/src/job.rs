@@ -796,6 +796,11 @@ pub(crate) fn build(ctx: &JobCtx<'_, '_>) -> Result<ClassAd, SubmitError> {
             ad.boolean("OnExitHold", false);
         }
     }
+    // `$$()` match-time substitution keeps the names of the last N
+    // machines matched (`LastMatchName0..`), rotated by the schedd.
+    if let Some(c) = ctx.get(&["match_list_length"])? {
+        ad.int("LastMatchListLength", ctx.integer(&c)?);
+    }
     if let Some(c) = ctx.get(&["retry_until"])? {
         ad.set("RetryUntil", ctx.expr(&c)?);
     }

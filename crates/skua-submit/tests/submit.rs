@@ -127,6 +127,12 @@ const CASES: &[(&str, &str, &str)] = &[
     ("executable = /bin/sleep\narguments = $RANDOM_INTEGER(5,5)\nqueue\n", "Args", "\"5\""),
     ("executable = /bin/sleep\np = /a/b.txt\narguments = $Fn(p)\nqueue\n", "Args", "\"b\""),
     ("executable = /bin/sleep\narguments = $$(Memory)\nqueue\n", "Args", "\"$$(Memory)\""),
+    // `$$()` is the schedd's business at match time: kept as written
+    ("executable = $$(OpSys)/run\nqueue\n", "Cmd", "\"/home/u/job/$$(OpSys)/run\""),
+    ("executable = /bin/sleep\nenvironment = \"X=$$(Memory:0)\"\nqueue\n", "Environment", "\"X=$$(Memory:0)\""),
+    ("executable = /bin/sleep\ntransfer_input_files = in.$$(Arch)\nqueue\n", "TransferInput", "\"in.$$(Arch)\""),
+    ("executable = /bin/sleep\ninput = in.$$(Arch)\nqueue\n", "In", "\"in.$$(Arch)\""),
+    ("executable = /bin/sleep\nmatch_list_length = 2+1\nqueue\n", "LastMatchListLength", "3"),
     ("x = 1\nexecutable = /bin/sleep\nif defined x\narguments = yes\nelse\narguments = no\nendif\nqueue\n", "Args", "\"yes\""),
     ("executable = /bin/sleep\nif version >= 9.0\narguments = new\nendif\nqueue\n", "Args", "\"new\""),
     ("executable = /bin/sleep\narguments @=end\n a\n@end\nqueue\n", "Args", "\"a\""),
@@ -320,6 +326,11 @@ fn universes_other_than_vanilla_are_flagged() {
 
 /// (submit text, line the error names, a word the message contains)
 const ERRORS: &[(&str, usize, &str)] = &[
+    (
+        "executable = /bin/sleep\nmatch_list_length = abc\nqueue\n",
+        2,
+        "match_list_length",
+    ),
     ("arguments = x\nqueue\n", 2, "executable"),
     ("executable = /bin/sleep\n", 0, "queue"),
     (
