@@ -54,6 +54,7 @@ mod plan;
 mod policy;
 mod queue;
 mod run;
+pub mod spool;
 pub mod userlog;
 
 pub use autocluster::AutoCluster;

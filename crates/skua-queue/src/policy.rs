@@ -344,7 +344,14 @@ impl Queue {
         let clock = Clock::set(ev, now);
         let mut p = Planner::new(self);
         for (id, ad) in jobs {
-            if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
+            if status_of(ad) == JobStatus::Completed {
+                // kept by LeaveJobInQueue until it stops holding
+                if !crate::spool::leave_in_queue(clock.ev, ad) {
+                    p.destroy(id, true);
+                }
+                continue;
+            }
+            if status_of(ad) == JobStatus::Removed {
                 continue;
             }
             if let Some(f) = periodic(clock.ev, ad, system) {
@@ -460,7 +467,12 @@ impl Queue {
                 p.set_int(id, attr::ENTERED_CURRENT_STATUS, now);
                 p.set_int(id, attr::COMPLETION_DATE, now);
                 p.event(id, UserLogEvent::Terminated(Box::new(exit_status)));
-                p.destroy(id, true);
+                // LeaveJobInQueue, on the job as it now is: kept as Completed
+                scratch.insert_value(attr::JOB_STATUS, JobStatus::Completed.code());
+                scratch.insert_value(attr::COMPLETION_DATE, now);
+                if !crate::spool::leave_in_queue(&mut ev, &scratch) {
+                    p.destroy(id, true);
+                }
             }
             Decision::Fire(f) => {
                 carry_out(&mut p, id, &scratch, &f, now, true);
