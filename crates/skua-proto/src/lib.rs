@@ -19,6 +19,7 @@ mod negotiator;
 pub mod routes;
 mod schedd;
 mod shadow;
+mod spool;
 mod startd;
 
 pub use auth::{AuthLevel, AuthMethod, ParseLevelError, TokenClaims, WhoAmI};
@@ -45,6 +46,10 @@ pub use shadow::{
     InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage, OutputFileMeta, RunOutcome,
     ShadowBegin, StarterGone, UpdateKind, CRIU_IMAGE_DIR, EXECUTE_REPORT_DELAY_MS, STDERR_NAME,
     STDOUT_NAME, TRANSFER_HEADER,
+};
+pub use spool::{
+    OutputFetched, SpoolCommit, SpoolFileMeta, SpooledFile, SpooledFileRequest, SpooledOutputQuery,
+    SpooledOutputReply,
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,

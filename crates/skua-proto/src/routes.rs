@@ -16,6 +16,9 @@ use crate::{
     RevokeRequest, SetAttribute, ShadowBegin, SlotStates, StarterGone, Submit, SubmitReply,
     UserPrioEdit, UserPrioQuery, UserPrioReply, VacateRequest, WhoAmI,
 };
+use crate::{
+    OutputFetched, SpoolCommit, SpooledFileRequest, SpooledOutputQuery, SpooledOutputReply,
+};
 
 /// Largest request body of a command or a query (a job action, a
 /// collector or queue query, a claim keep-alive): 1 MiB.
@@ -492,6 +495,51 @@ pub const SHADOW_STARTER_GONE: Route<StarterGone, Ack> = Route::new(
     RequestBody::Buffered(COMMAND_BODY_LIMIT),
 );
 
+/// `POST /schedd/spool_file` with a [`crate::SpoolFileMeta`] in the
+/// [`crate::TRANSFER_HEADER`] header and the file's bytes as body →
+/// [`crate::Ack`]: one input file of a job submitted with `-spool`.
+pub const SCHEDD_SPOOL_FILE: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/schedd/spool_file",
+    Some(AuthLevel::Write),
+    RequestBody::Streamed,
+);
+
+/// `POST /schedd/spool_commit` with [`crate::SpoolCommit`] → [`crate::Ack`].
+pub const SCHEDD_SPOOL_COMMIT: Route<SpoolCommit, Ack> = Route::new(
+    "POST",
+    "/schedd/spool_commit",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/spooled_output` with [`crate::SpooledOutputQuery`] →
+/// [`crate::SpooledOutputReply`].
+pub const SCHEDD_SPOOLED_OUTPUT: Route<SpooledOutputQuery, SpooledOutputReply> = Route::new(
+    "POST",
+    "/schedd/spooled_output",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/spooled_file` with [`crate::SpooledFileRequest`] → the
+/// file's bytes (`application/octet-stream`).
+pub const SCHEDD_SPOOLED_FILE: Route<SpooledFileRequest, RawBytes> = Route::new(
+    "POST",
+    "/schedd/spooled_file",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/output_fetched` with [`crate::OutputFetched`] →
+/// [`crate::Ack`].
+pub const SCHEDD_OUTPUT_FETCHED: Route<OutputFetched, Ack> = Route::new(
+    "POST",
+    "/schedd/output_fetched",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
     HELLO.spec(),
@@ -533,6 +581,11 @@ pub const ALL: &[RouteSpec] = &[
     SHADOW_CHECKPOINT_COMMIT.spec(),
     SCHEDD_EVICTED_FILES.spec(),
     SCHEDD_EVICTED_FILE.spec(),
+    SCHEDD_SPOOL_FILE.spec(),
+    SCHEDD_SPOOL_COMMIT.spec(),
+    SCHEDD_SPOOLED_OUTPUT.spec(),
+    SCHEDD_SPOOLED_FILE.spec(),
+    SCHEDD_OUTPUT_FETCHED.spec(),
 ];
 
 #[cfg(test)]
@@ -556,7 +609,9 @@ mod tests {
             let limit = r.body.limit();
             match r.path {
                 "/schedd/submit" | "/schedd/matches" => assert_eq!(limit, Some(BULK_BODY_LIMIT)),
-                "/shadow/output_file" | "/shadow/checkpoint_file" => assert_eq!(limit, None),
+                "/shadow/output_file" | "/shadow/checkpoint_file" | "/schedd/spool_file" => {
+                    assert_eq!(limit, None)
+                }
                 _ => assert!(
                     limit.is_some_and(|l| l <= AD_BODY_LIMIT),
                     "{} takes {limit:?}",
