@@ -17,6 +17,7 @@ mod print_fmt;
 mod q_fmt;
 mod q_source;
 mod queue_cmd;
+mod spool_cmd;
 mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
@@ -94,6 +95,9 @@ enum SkuaCommand {
     /// Print configuration values, like condor_config_val (`skua config get`).
     #[command(name = "config_val")]
     ConfigVal(config_cmd::ConfigValArgs),
+    /// Fetch the output of jobs submitted with -spool, like condor_transfer_data.
+    #[command(name = "transfer_data")]
+    TransferData(spool_cmd::TransferDataArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
@@ -117,6 +121,7 @@ const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
     "version",
     "config_val",
     "reschedule",
+    "transfer_data",
 ];
 
 /// The command line as clap is given it, and the spelling the user typed
@@ -253,6 +258,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
         SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
         SkuaCommand::Submit(args) => submit_cmd::run(args),
+        SkuaCommand::TransferData(args) => spool_cmd::run(args),
         SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
         SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
         SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),

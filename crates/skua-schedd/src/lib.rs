@@ -22,6 +22,8 @@
 //! - [`checkpoint`]: the checkpoint store (staging, atomic commit,
 //!   pruning, removal).
 //! - `evicted.rs`: the routes of `skua evicted_files`.
+//! - [`spool`]: spooled jobs' routes (`skua submit -spool`, `skua
+//!   transfer_data`) and their per-job spool directories.
 
 pub mod checkpoint;
 mod claim;
@@ -34,6 +36,7 @@ pub mod sandbox;
 pub mod schedd;
 mod shadow;
 mod shared;
+pub mod spool;
 pub mod store;
 pub mod userlog;
 

@@ -324,7 +324,7 @@ fn fail_run(st: &Shared, claim_id: &str, failure: ShadowFailure) -> ApiError {
 
 /// The rights the shadow uses for the files of the job `ad`: its owner's
 /// (the daemon's own when the schedd is not root).
-fn owner_rights(st: &Shared, ad: &ClassAd) -> Result<Rights, String> {
+pub(crate) fn owner_rights(st: &Shared, ad: &ClassAd) -> Result<Rights, String> {
     let owner = sandbox::string_attr(ad, "Owner").unwrap_or_default();
     st.shadows
         .as_user
@@ -462,7 +462,7 @@ pub(crate) async fn output_file(
 /// Creates the directories of `dest` and a new temporary file beside it
 /// (`.NAME.part-PID-N`, mode 0600, created exclusively, never through a
 /// symbolic link). Runs with the owner's rights.
-fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
+pub(crate) fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
     use std::os::unix::fs::OpenOptionsExt;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = dest.file_name().ok_or_else(|| {
@@ -640,7 +640,9 @@ pub(crate) async fn checkpoint_commit(
 
 /// The description of an uploaded file, JSON in the [`TRANSFER_HEADER`]
 /// header of `/shadow/output_file` and `/shadow/checkpoint_file`.
-fn transfer_meta<T: serde::de::DeserializeOwned>(headers: &HeaderMap) -> Result<T, ApiError> {
+pub(crate) fn transfer_meta<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+) -> Result<T, ApiError> {
     let text = headers
         .get(TRANSFER_HEADER)
         .and_then(|v| v.to_str().ok())
