@@ -25,7 +25,7 @@ use skua_proto::{
     routes, JobQuery, JobQueryReply, OutputFetched, SpoolCommit, SpoolFileMeta, SpooledFileRequest,
     SpooledOutputQuery, SpooledOutputReply, TRANSFER_HEADER,
 };
-use skua_queue::spool as rules;
+use skua_schedd::spool::rules;
 
 /// How long a transfer may go without progress.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -52,7 +52,7 @@ pub(crate) fn prepare(jobs: &mut [ClassAd]) -> Result<()> {
                 bail!("-spool: input {path} is not a regular file (directories cannot be spooled yet)");
             }
         }
-        ad.insert_value("JobStatus", skua_queue::JobStatus::Held.code());
+        ad.insert_value("JobStatus", skua_types::JobStatus::Held.code());
         ad.insert_value("HoldReasonCode", rules::HOLD_SPOOLING_INPUT);
         ad.insert_value("HoldReasonSubCode", 0i64);
         ad.insert_value("HoldReason", rules::SPOOLING_HOLD_REASON);

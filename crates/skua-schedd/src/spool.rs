@@ -21,7 +21,8 @@ use skua_proto::{
     Ack, OutputFetched, SpoolCommit, SpoolFileMeta, SpooledFile, SpooledFileRequest,
     SpooledOutputQuery, SpooledOutputReply,
 };
-use skua_queue::spool as rules;
+/// The queue's rules for spooled jobs (names, the hold code, the inputs).
+pub use skua_queue::spool as rules;
 use skua_queue::{JobId, JobStatus};
 
 use crate::shadow::{create_beside, owner_rights, transfer_meta};
