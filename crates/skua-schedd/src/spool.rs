@@ -428,3 +428,70 @@ pub(crate) async fn output_fetched(
     st.changed.notify_one();
     Ok(Json(Ack {}))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spooled_input_names_are_plain_file_names() {
+        assert_eq!(input_name("in.txt").ok(), Some(PathBuf::from("in.txt")));
+        for bad in ["", "../x", "/etc/passwd", "a/b", "a/../b", "..", "a\0b"] {
+            assert!(input_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn the_job_directory_is_htcondors_layout_and_never_a_link() {
+        let job = JobId::new(12345, 7);
+        let root = std::env::temp_dir().join(format!("skua-spool-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(
+            job_dir(&root, job),
+            root.join("2345/7/cluster12345.proc7.subproc0")
+        );
+        let dir = ensure_job_dir(&root, job, &Rights::Daemon).expect("made");
+        let meta = std::fs::symlink_metadata(&dir).expect("there");
+        assert!(meta.is_dir());
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        // made again: the same directory
+        assert_eq!(
+            ensure_job_dir(&root, job, &Rights::Daemon).expect("again"),
+            dir
+        );
+        // a link in its place is refused, not followed
+        let other = JobId::new(3, 0);
+        let target = root.join("elsewhere");
+        std::fs::create_dir_all(&target).expect("target");
+        let link = job_dir(&root, other);
+        std::fs::create_dir_all(link.parent().expect("parent")).expect("parents");
+        std::os::unix::fs::symlink(&target, &link).expect("link");
+        assert!(ensure_job_dir(&root, other, &Rights::Daemon).is_err());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn output_files_leave_out_the_spooled_inputs_and_partial_transfers() {
+        let dir = std::env::temp_dir().join(format!("skua-spool-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).expect("dir");
+        for f in [
+            "prog.sh",
+            "in.txt",
+            "out.txt",
+            "sub/in.txt",
+            ".out.txt.part-1-2",
+        ] {
+            std::fs::write(dir.join(f), f).expect("write");
+        }
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link")).expect("link");
+        let inputs = vec!["prog.sh".to_string(), "in.txt".to_string()];
+        let names: Vec<String> = output_files(&dir, &inputs)
+            .expect("listed")
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(names, ["out.txt", "sub/in.txt"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
