@@ -92,7 +92,9 @@ pub struct PeriodicDecision {
     id: JobId,
     /// The job ad the expressions were evaluated in.
     ad: ClassAd,
-    fired: Fired,
+    /// `None`: a completed job whose `LeaveJobInQueue` no longer holds
+    /// leaves the queue.
+    fired: Option<Fired>,
 }
 
 /// Evaluates the periodic policy of each job of `jobs` at `now` (the pure
@@ -111,14 +113,25 @@ pub fn periodic_decisions(
         if stop() {
             break;
         }
-        if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
+        if status_of(ad) == JobStatus::Completed {
+            // kept by LeaveJobInQueue until it stops holding
+            if !crate::spool::leave_in_queue(clock.ev, ad) {
+                out.push(PeriodicDecision {
+                    id: *id,
+                    ad: ad.clone(),
+                    fired: None,
+                });
+            }
+            continue;
+        }
+        if status_of(ad) == JobStatus::Removed {
             continue;
         }
         if let Some(fired) = periodic(clock.ev, ad, system) {
             out.push(PeriodicDecision {
                 id: *id,
                 ad: ad.clone(),
-                fired,
+                fired: Some(fired),
             });
         }
     }
@@ -324,7 +337,12 @@ impl Queue {
             if !ad.same_ad(&d.ad) {
                 continue;
             }
-            carry_out(&mut p, d.id, ad, &d.fired, now, false);
+            match &d.fired {
+                Some(f) => {
+                    carry_out(&mut p, d.id, ad, f, now, false);
+                }
+                None => p.destroy(d.id, true),
+            }
         }
         p.finish()
     }

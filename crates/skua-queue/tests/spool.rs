@@ -199,6 +199,34 @@ fn a_completed_job_leaves_once_leave_job_in_queue_stops_holding() {
 }
 
 #[test]
+fn the_periodic_timer_lets_an_expired_completed_job_go() {
+    // the timer's two halves: decisions on a snapshot, then the plan
+    let mut q = Queue::new();
+    let id = completed(&mut q, "");
+    let soon = NOW + 100;
+    let d = skua_queue::periodic_decisions(
+        &mut ev(soon),
+        soon,
+        &SystemPolicy::default(),
+        &q.job_snapshot(),
+        || false,
+    );
+    assert!(q.plan_periodic_decided(&d, soon).is_empty());
+    let later = NOW + 10 + 11 * 86_400;
+    let d = skua_queue::periodic_decisions(
+        &mut ev(later),
+        later,
+        &SystemPolicy::default(),
+        &q.job_snapshot(),
+        || false,
+    );
+    let t = q.plan_periodic_decided(&d, later);
+    assert_eq!(t.history_jobs().collect::<Vec<_>>(), vec![id]);
+    commit(&mut q, &t);
+    assert!(q.job(id).is_none());
+}
+
+#[test]
 fn without_leave_job_in_queue_a_completed_job_leaves_at_once() {
     for value in ["false", "undefined", "JobStatus == 5", "\"yes\""] {
         let mut q = Queue::new();
