@@ -19,6 +19,7 @@ mod print_fmt;
 mod q_fmt;
 mod q_source;
 mod queue_cmd;
+mod spool_cmd;
 mod startd_cmd;
 mod status_fmt;
 mod submit_cmd;
@@ -112,6 +113,9 @@ enum SkuaCommand {
     /// Follow jobs through their event logs, like condor_watch_q.
     #[command(name = "watch_q")]
     WatchQ(watch_cmd::WatchQArgs),
+    /// Fetch the output of jobs submitted with -spool, like condor_transfer_data.
+    #[command(name = "transfer_data")]
+    TransferData(spool_cmd::TransferDataArgs),
 }
 
 /// Commands whose long options may be written with one dash, as
@@ -138,6 +142,7 @@ const HTCONDOR_STYLE_COMMANDS: &[&str] = &[
     "tail",
     "wait",
     "watch_q",
+    "transfer_data",
 ];
 
 /// The command line as clap is given it, and the spelling the user typed
@@ -274,6 +279,7 @@ pub fn main_skua() -> ExitCode {
         SkuaCommand::Pool(cmd) => pool_cmd::pool(cmd),
         SkuaCommand::Token(cmd) => pool_cmd::token(cmd),
         SkuaCommand::Submit(args) => submit_cmd::run(args),
+        SkuaCommand::TransferData(args) => spool_cmd::run(args),
         SkuaCommand::Off(a) => pool_cmd::master_command(skua_proto::MasterCommand::Off, a),
         SkuaCommand::On(a) => pool_cmd::master_command(skua_proto::MasterCommand::On, a),
         SkuaCommand::Restart(a) => pool_cmd::master_command(skua_proto::MasterCommand::Restart, a),

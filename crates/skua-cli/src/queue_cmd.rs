@@ -39,7 +39,11 @@ fn is_job_ref(s: &str) -> bool {
 }
 
 /// Splits `C`, `C.P` and owner names.
-fn selector_of(names: &[String], constraint: Option<String>, all: bool) -> Result<JobSelector> {
+pub(crate) fn selector_of(
+    names: &[String],
+    constraint: Option<String>,
+    all: bool,
+) -> Result<JobSelector> {
     if let Some(c) = &constraint {
         classad::parse_expr(c).with_context(|| format!("-constraint {c:?}"))?;
     }

@@ -22,6 +22,10 @@ pub struct SubmitArgs {
     /// Print the job ads instead of submitting them.
     #[arg(long = "dry-run")]
     dry_run: bool,
+    /// Copy the input files into the schedd's spool; the job runs from there and its output
+    /// waits there for `skua transfer_data`.
+    #[arg(long = "spool")]
+    spool: bool,
     /// A submit command to add just before the first queue statement (repeatable).
     #[arg(short = 'a', long = "append", value_name = "LINE")]
     append: Vec<String>,
@@ -95,7 +99,7 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
             sub.clusters.len()
         );
     }
-    let Some(cluster) = sub
+    let Some(mut cluster) = sub
         .clusters
         .into_iter()
         .next()
@@ -104,6 +108,9 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         println!("Submitting job(s).\n0 job(s) submitted.");
         return Ok(ExitCode::SUCCESS);
     };
+    if args.spool {
+        crate::spool_cmd::prepare(&mut cluster.jobs).with_context(|| args.file.clone())?;
+    }
     // the attributes every job shares travel once
     let (common, rests) = classad::ClassAd::factor_common(&cluster.jobs);
     let key = submission_key();
@@ -151,6 +158,17 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         }
     };
     println!("Submitting job(s).");
+    if args.spool && !reply.repeated {
+        crate::spool_cmd::upload(&config, &rt, reply.cluster, &cluster.jobs).with_context(
+            || {
+                format!(
+                    "the jobs of cluster {} stay held until their input files are spooled; \
+                 remove them with `skua rm {}`",
+                    reply.cluster, reply.cluster
+                )
+            },
+        )?;
+    }
     println!(
         "{} job(s) submitted to cluster {}.",
         reply.jobs, reply.cluster

@@ -21,6 +21,7 @@ pub mod routes;
 mod sandbox;
 mod schedd;
 mod shadow;
+mod spool;
 mod startd;
 mod xferq;
 
@@ -57,6 +58,10 @@ pub use shadow::{
     InputEntry, InputFileRequest, JobExit, JobUpdate, JobUsage, LocalSource, OutputFileMeta,
     RunOutcome, ShadowBegin, StarterGone, UpdateKind, CRIU_IMAGE_DIR, EXECUTE_REPORT_DELAY_MS,
     STDERR_NAME, STDOUT_NAME, TRANSFER_HEADER,
+};
+pub use spool::{
+    OutputFetched, SpoolCommit, SpoolFileMeta, SpooledFile, SpooledFileRequest, SpooledOutputQuery,
+    SpooledOutputReply,
 };
 pub use startd::{
     ActivateRequest, ClaimAlive, ClaimReply, ClaimRequest, ClaimStatus, DeactivateRequest,

@@ -21,6 +21,9 @@ use crate::{
     JobCommandReply, JobCommandRequest, SandboxChunk, SandboxReadRequest, StartdJobCommand,
     StartdSandboxRead,
 };
+use crate::{
+    OutputFetched, SpoolCommit, SpooledFileRequest, SpooledOutputQuery, SpooledOutputReply,
+};
 
 /// Largest request body of a command or a query (a job action, a
 /// collector or queue query, a claim keep-alive): 1 MiB.
@@ -585,6 +588,51 @@ pub const SHADOW_TRANSFER_QUEUE: Route<crate::TransferQueueRequest, crate::Trans
         RequestBody::Buffered(COMMAND_BODY_LIMIT),
     );
 
+/// `POST /schedd/spool_file` with a [`crate::SpoolFileMeta`] in the
+/// [`crate::TRANSFER_HEADER`] header and the file's bytes as body →
+/// [`crate::Ack`]: one input file of a job submitted with `-spool`.
+pub const SCHEDD_SPOOL_FILE: Route<RawBytes, Ack> = Route::new(
+    "POST",
+    "/schedd/spool_file",
+    Some(AuthLevel::Write),
+    RequestBody::Streamed,
+);
+
+/// `POST /schedd/spool_commit` with [`crate::SpoolCommit`] → [`crate::Ack`].
+pub const SCHEDD_SPOOL_COMMIT: Route<SpoolCommit, Ack> = Route::new(
+    "POST",
+    "/schedd/spool_commit",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/spooled_output` with [`crate::SpooledOutputQuery`] →
+/// [`crate::SpooledOutputReply`].
+pub const SCHEDD_SPOOLED_OUTPUT: Route<SpooledOutputQuery, SpooledOutputReply> = Route::new(
+    "POST",
+    "/schedd/spooled_output",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/spooled_file` with [`crate::SpooledFileRequest`] → the
+/// file's bytes (`application/octet-stream`).
+pub const SCHEDD_SPOOLED_FILE: Route<SpooledFileRequest, RawBytes> = Route::new(
+    "POST",
+    "/schedd/spooled_file",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
+/// `POST /schedd/output_fetched` with [`crate::OutputFetched`] →
+/// [`crate::Ack`].
+pub const SCHEDD_OUTPUT_FETCHED: Route<OutputFetched, Ack> = Route::new(
+    "POST",
+    "/schedd/output_fetched",
+    Some(AuthLevel::Write),
+    RequestBody::Buffered(COMMAND_BODY_LIMIT),
+);
+
 /// Every route defined so far.
 pub const ALL: &[RouteSpec] = &[
     HELLO.spec(),
@@ -635,6 +683,11 @@ pub const ALL: &[RouteSpec] = &[
     SCHEDD_SSH_TO_JOB.spec(),
     STARTD_SANDBOX_READ.spec(),
     STARTD_JOB_COMMAND.spec(),
+    SCHEDD_SPOOL_FILE.spec(),
+    SCHEDD_SPOOL_COMMIT.spec(),
+    SCHEDD_SPOOLED_OUTPUT.spec(),
+    SCHEDD_SPOOLED_FILE.spec(),
+    SCHEDD_OUTPUT_FETCHED.spec(),
 ];
 
 #[cfg(test)]
@@ -658,7 +711,7 @@ mod tests {
             let limit = r.body.limit();
             match r.path {
                 "/schedd/submit" | "/schedd/matches" => assert_eq!(limit, Some(BULK_BODY_LIMIT)),
-                "/shadow/output_file" | "/shadow/checkpoint_file" | "/shadow/chirp_put" => {
+                "/shadow/output_file" | "/shadow/checkpoint_file" | "/shadow/chirp_put" | "/schedd/spool_file" => {
                     assert_eq!(limit, None)
                 }
                 _ => assert!(

@@ -56,6 +56,7 @@ mod policy;
 mod queue;
 mod run;
 mod transfer;
+pub mod spool;
 pub mod userlog;
 pub mod xferq;
 pub use transfer::{BYTES_RECVD, BYTES_SENT};

@@ -794,14 +794,22 @@ impl Queue {
                 }
             }
             Action::Remove => match s {
-                JobStatus::Removed | JobStatus::Completed => Outcome::WrongState(s),
+                JobStatus::Removed => Outcome::WrongState(s),
+                // a completed job kept by LeaveJobInQueue just leaves
+                JobStatus::Completed => {
+                    p.destroy(id, true);
+                    Outcome::Done
+                }
                 _ => {
                     p.remove(id, ad, reason, now, false);
                     Outcome::Done
                 }
             },
             Action::RemoveForce => match s {
-                JobStatus::Completed => Outcome::WrongState(s),
+                JobStatus::Completed => {
+                    p.destroy(id, true);
+                    Outcome::Done
+                }
                 _ => {
                     p.remove(id, ad, reason, now, true);
                     Outcome::Done

@@ -92,7 +92,9 @@ pub struct PeriodicDecision {
     id: JobId,
     /// The job ad the expressions were evaluated in.
     ad: ClassAd,
-    fired: Fired,
+    /// `None`: a completed job whose `LeaveJobInQueue` no longer holds
+    /// leaves the queue.
+    fired: Option<Fired>,
 }
 
 /// Evaluates the periodic policy of each job of `jobs` at `now` (the pure
@@ -111,14 +113,25 @@ pub fn periodic_decisions(
         if stop() {
             break;
         }
-        if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
+        if status_of(ad) == JobStatus::Completed {
+            // kept by LeaveJobInQueue until it stops holding
+            if !crate::spool::leave_in_queue(clock.ev, ad) {
+                out.push(PeriodicDecision {
+                    id: *id,
+                    ad: ad.clone(),
+                    fired: None,
+                });
+            }
+            continue;
+        }
+        if status_of(ad) == JobStatus::Removed {
             continue;
         }
         if let Some(fired) = periodic(clock.ev, ad, system) {
             out.push(PeriodicDecision {
                 id: *id,
                 ad: ad.clone(),
-                fired,
+                fired: Some(fired),
             });
         }
     }
@@ -324,7 +337,12 @@ impl Queue {
             if !ad.same_ad(&d.ad) {
                 continue;
             }
-            carry_out(&mut p, d.id, ad, &d.fired, now, false);
+            match &d.fired {
+                Some(f) => {
+                    carry_out(&mut p, d.id, ad, f, now, false);
+                }
+                None => p.destroy(d.id, true),
+            }
         }
         p.finish()
     }
@@ -344,7 +362,14 @@ impl Queue {
         let clock = Clock::set(ev, now);
         let mut p = Planner::new(self);
         for (id, ad) in jobs {
-            if matches!(status_of(ad), JobStatus::Removed | JobStatus::Completed) {
+            if status_of(ad) == JobStatus::Completed {
+                // kept by LeaveJobInQueue until it stops holding
+                if !crate::spool::leave_in_queue(clock.ev, ad) {
+                    p.destroy(id, true);
+                }
+                continue;
+            }
+            if status_of(ad) == JobStatus::Removed {
                 continue;
             }
             if let Some(f) = periodic(clock.ev, ad, system) {
@@ -464,7 +489,12 @@ impl Queue {
                 p.set_int(id, attr::ENTERED_CURRENT_STATUS, now);
                 p.set_int(id, attr::COMPLETION_DATE, now);
                 p.event(id, UserLogEvent::Terminated(Box::new(exit_status)));
-                p.destroy(id, true);
+                // LeaveJobInQueue, on the job as it now is: kept as Completed
+                scratch.insert_value(attr::JOB_STATUS, JobStatus::Completed.code());
+                scratch.insert_value(attr::COMPLETION_DATE, now);
+                if !crate::spool::leave_in_queue(&mut ev, &scratch) {
+                    p.destroy(id, true);
+                }
             }
             Decision::Fire(f) => {
                 carry_out(&mut p, id, &scratch, &f, now, true);

@@ -497,12 +497,9 @@ fn state_transitions() {
             Outcome::WrongState(Removed),
             Some(Removed),
         ),
-        (
-            Action::Remove,
-            Completed,
-            Outcome::WrongState(Completed),
-            Some(Completed),
-        ),
+        // a completed job kept in the queue (LeaveJobInQueue) leaves it
+        (Action::Remove, Completed, Outcome::Done, None),
+        (Action::RemoveForce, Completed, Outcome::Done, None),
         (Action::RemoveForce, Running, Outcome::Done, None),
         (Action::RemoveForce, Removed, Outcome::Done, None),
         (Action::RemoveForce, Idle, Outcome::Done, None),
@@ -534,6 +531,8 @@ fn state_transitions() {
             (_, Action::Hold, _) => vec![12],
             (_, Action::Release, _) => vec![13],
             (_, Action::RemoveForce, Removed) => vec![],
+            // a completed job already has its terminated event
+            (_, _, Completed) => vec![],
             _ => vec![9],
         };
         assert_eq!(events, want_event, "{action:?} from {from:?}");

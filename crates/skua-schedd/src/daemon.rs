@@ -569,6 +569,23 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             &routes::SHADOW_TRANSFER_QUEUE,
             post(crate::xferq::transfer_queue),
         )
+        .command(&routes::SCHEDD_SPOOL_FILE, post(crate::spool::spool_file))
+        .command(
+            &routes::SCHEDD_SPOOL_COMMIT,
+            post(crate::spool::spool_commit),
+        )
+        .command(
+            &routes::SCHEDD_SPOOLED_OUTPUT,
+            post(crate::spool::spooled_output),
+        )
+        .command(
+            &routes::SCHEDD_SPOOLED_FILE,
+            post(crate::spool::spooled_file),
+        )
+        .command(
+            &routes::SCHEDD_OUTPUT_FETCHED,
+            post(crate::spool::output_fetched),
+        )
         .command(
             &routes::SCHEDD_EVICTED_FILES,
             post(crate::evicted::evicted_files),

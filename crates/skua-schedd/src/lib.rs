@@ -24,6 +24,8 @@
 //! - [`checkpoint`]: the checkpoint store (staging, atomic commit,
 //!   pruning, removal).
 //! - `evicted.rs`: the routes of `skua evicted_files`.
+//! - [`spool`]: spooled jobs' routes (`skua submit -spool`, `skua
+//!   transfer_data`) and their per-job spool directories.
 
 mod async_output;
 pub mod checkpoint;
@@ -41,6 +43,7 @@ pub mod sandbox;
 pub mod schedd;
 mod shadow;
 mod shared;
+pub mod spool;
 pub mod store;
 pub mod userlog;
 mod xferq;

@@ -304,6 +304,10 @@ impl Schedd {
         let t_committed = std::time::Instant::now();
         for (id, ad) in leaving {
             self.remove_checkpoints(id, &ad);
+            if let Some(spool) = crate::spool::spool_root(self.settings.checkpoint_root.as_deref())
+            {
+                crate::spool::remove_job_dir(&self.as_user, spool, id, &ad);
+            }
         }
         // Events go to each job's log once the change is durable; a job
         // that just arrived learns its log path now.
@@ -387,6 +391,39 @@ impl Schedd {
     pub fn generic_event(&mut self, id: JobId, info: &str, now: i64) -> Result<(), ScheddError> {
         let txn = self.queue.plan_generic_event(id, info)?;
         self.commit_as(txn, now, Sync::Relaxed)
+    }
+
+    /// Every input file of spooled job `id` is in `spool_dir`: released
+    /// to run from there (see [`skua_queue::spool`]).
+    pub fn spool_complete(
+        &mut self,
+        id: JobId,
+        spool_dir: &str,
+        stage_in_start: i64,
+        owner: &str,
+        admin: bool,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn =
+            self.queue
+                .plan_spool_complete(id, spool_dir, stage_in_start, owner, admin, now)?;
+        self.commit_then_policy(txn, now)
+    }
+
+    /// `skua transfer_data` fetched the output of job `id`: it leaves the
+    /// queue.
+    pub fn output_fetched(
+        &mut self,
+        id: JobId,
+        owner: &str,
+        admin: bool,
+        started: i64,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self
+            .queue
+            .plan_output_fetched(id, owner, admin, started, now)?;
+        self.commit(txn, now)
     }
 
     /// The upload of a checkpoint of job `id` began: logged.

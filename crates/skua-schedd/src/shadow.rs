@@ -480,7 +480,7 @@ pub(crate) async fn output_file(
 /// Creates the directories of `dest` and a new temporary file beside it
 /// (`.NAME.part-PID-N`, mode 0600, created exclusively, never through a
 /// symbolic link). Runs with the owner's rights.
-fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
+pub(crate) fn create_beside(dest: &Path) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
     use std::os::unix::fs::OpenOptionsExt;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = dest.file_name().ok_or_else(|| {
@@ -790,7 +790,9 @@ async fn open_local(
 
 /// The description of an uploaded file, JSON in the [`TRANSFER_HEADER`]
 /// header of `/shadow/output_file` and `/shadow/checkpoint_file`.
-fn transfer_meta<T: serde::de::DeserializeOwned>(headers: &HeaderMap) -> Result<T, ApiError> {
+pub(crate) fn transfer_meta<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+) -> Result<T, ApiError> {
     let text = headers
         .get(TRANSFER_HEADER)
         .and_then(|v| v.to_str().ok())
