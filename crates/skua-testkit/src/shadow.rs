@@ -193,7 +193,23 @@ async fn checkpoint_file(
         std::fs::create_dir_all(parent)
             .map_err(|e| ApiError::internal(format!("{}: {e}", parent.display())))?;
     }
-    receive_file(body, &dest).await?;
+    match &meta.local {
+        // a starter on this host names the file instead of sending it:
+        // taken from where it is, as the schedd's shadow does
+        Some(src) => {
+            let copied = std::fs::copy(&src.path, &dest)
+                .map_err(|e| ApiError::bad_request(format!("local copy of {}: {e}", src.path)))?;
+            if copied != src.len {
+                return Err(ApiError::bad_request(format!(
+                    "local copy of {}: {copied} bytes, {} named",
+                    src.path, src.len
+                )));
+            }
+        }
+        None => {
+            receive_file(body, &dest).await?;
+        }
+    }
     s.rec().checkpoint_files.push(meta);
     Ok(Json(Ack {}))
 }
