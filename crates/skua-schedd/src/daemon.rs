@@ -290,7 +290,10 @@ async fn act(
         st.changed.notify_one();
         match req.action {
             JobActionKind::Release => st.reschedule.notify_one(),
-            _ => st.shadows.vacate(&done),
+            _ => {
+                st.shadows.vacate(&done);
+                st.local.kill(&done);
+            }
         }
     }
     Ok(Json(JobActionReply {
@@ -413,6 +416,7 @@ fn counts_ads(
     ad.insert_value("TotalHeldJobs", total(|c| c.held));
     ad.insert_value("TotalRemovedJobs", total(|c| c.removed));
     ad.insert_value("TotalJobAds", schedd.queue().len() as i64);
+    schedd.queue().submit_host_running().insert_into(&mut ad);
     ad.insert_value("NumUsers", counts.len() as i64);
     let mut submitters = BTreeMap::new();
     for (owner, c) in &counts {
@@ -537,6 +541,10 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         shadows: shadows.clone(),
         reschedule: Arc::new(Notify::new()),
         clock: ctx.clock.clone(),
+        local: Arc::new(crate::local_univ::LocalRuns::new(
+            ctx.clock.clone(),
+            PathBuf::from(ctx.knob("SPOOL")?.unwrap_or_else(|| "/tmp".into())),
+        )),
     };
     let routes = Routes::new()
         .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
@@ -591,6 +599,13 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     )?);
     let mut periodic_tick = ctx.clock.ticker(periodic.max(Duration::from_secs(1)));
     let mut advertise_tick = ctx.clock.ticker(ctx.update_interval);
+    // scheduler/local universe jobs: a start pass each SCHEDD_INTERVAL and
+    // whenever the queue changed
+    let start_knobs = crate::local_univ::StartKnobs::from_context(&ctx)?;
+    let schedd_interval = Duration::from_secs(
+        skua_daemon::context::knob_u64(&ctx.config, "SCHEDD_INTERVAL", 300)?.max(1),
+    );
+    let mut schedd_tick = ctx.clock.ticker(schedd_interval);
     let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
     let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
     loop {
@@ -608,6 +623,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             }
             _ = advertise_tick.tick() => advertise_now = true,
+            _ = schedd_tick.tick() => advertise_now = true,
             _ = shared.reschedule.notified() => {
                 advertise_now = true;
                 ask = true;
@@ -629,6 +645,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                     continue;
                 }
             };
+            crate::local_univ::start_due(&shared, &start_knobs, ad.clone(), &sinful).await;
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");
             }

@@ -22,12 +22,15 @@
 //! - [`checkpoint`]: the checkpoint store (staging, atomic commit,
 //!   pruning, removal).
 //! - `evicted.rs`: the routes of `skua evicted_files`.
+//! - `local_univ.rs`: the scheduler and local universes (jobs the schedd
+//!   runs itself on the submit host, as their owner).
 
 pub mod checkpoint;
 mod claim;
 pub mod daemon;
 mod evicted;
 mod lease;
+mod local_univ;
 mod negotiator;
 mod runs;
 pub mod sandbox;

@@ -189,7 +189,7 @@ pub fn submit(
 }
 
 /// A description of the first job whose universe Skua cannot run yet (everything but vanilla
-/// without a container image), or `None` when every job is a plain vanilla job. The dry run
+/// without a container image, scheduler and local), or `None` when Skua can run every job. The dry run
 /// shows such jobs as HTCondor would; a real submission should refuse them with this message.
 pub fn unsupported_universe(submission: &Submission) -> Option<String> {
     for job in submission.jobs() {
@@ -207,16 +207,16 @@ pub fn unsupported_universe(submission: &Submission) -> Option<String> {
                     continue;
                 }
             }
-            universe::SCHEDULER => "scheduler",
+            // the schedd runs these itself, on the submit host
+            universe::SCHEDULER | universe::LOCAL => continue,
             universe::GRID => "grid",
             universe::JAVA => "java",
             universe::PARALLEL => "parallel",
-            universe::LOCAL => "local",
             universe::VM => "vm",
             _ => "unknown",
         };
         return Some(format!(
-            "the {name} universe is not supported yet (only vanilla jobs can run)"
+            "the {name} universe is not supported yet (Skua runs vanilla, scheduler and local universe jobs)"
         ));
     }
     None
