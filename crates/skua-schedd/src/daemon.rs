@@ -546,6 +546,14 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             PathBuf::from(ctx.knob("SPOOL")?.unwrap_or_else(|| "/tmp".into())),
         )),
     };
+    // scheduler/local jobs of a previous schedd: killed (the queue put
+    // them back to Idle above)
+    match shared.local.kill_leftovers() {
+        0 => {}
+        n => tracing::info!(
+            "{n} scheduler/local universe job process(es) from before the restart killed"
+        ),
+    }
     let routes = Routes::new()
         .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
         .command(&routes::SCHEDD_SUBMIT, post(submit))

@@ -118,6 +118,62 @@ impl LocalRuns {
         }
     }
 
+    /// Where the process of each running job is recorded, for a restarted
+    /// schedd: `$(SPOOL)/local_univ/<cluster>.<proc>`, holding the process
+    /// id and its start time (`/proc/<pid>/stat` field 22), so that a
+    /// recycled process id is never mistaken for the job.
+    fn record_dir(&self) -> PathBuf {
+        self.spool.join("local_univ")
+    }
+
+    fn record(&self, id: JobId, pid: i32) {
+        let Some(start) = process_start(pid) else {
+            return;
+        };
+        let dir = self.record_dir();
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(id.to_string()), format!("{pid} {start}\n")));
+        if let Err(e) = written {
+            tracing::warn!(
+                "recording the process of job {id} in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+
+    fn forget(&self, id: JobId) {
+        let _ = std::fs::remove_file(self.record_dir().join(id.to_string()));
+    }
+
+    /// At start-up: kills the process groups of the scheduler/local jobs a
+    /// previous schedd started (the queue puts those jobs back to Idle, so
+    /// they must not go on running) and forgets them. Returns how many
+    /// were still running.
+    pub(crate) fn kill_leftovers(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.record_dir()) else {
+            return 0;
+        };
+        let mut killed = 0;
+        for e in entries.flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let mut words = text.split_whitespace();
+            let pid = words.next().and_then(|w| w.parse::<i32>().ok());
+            let start = words.next().and_then(|w| w.parse::<u64>().ok());
+            if let (Some(pid), Some(start)) = (pid, start) {
+                if pid > 1 && process_start(pid) == Some(start) {
+                    tracing::info!(
+                        "killing process group {pid} of job {}, started before the restart",
+                        e.file_name().to_string_lossy()
+                    );
+                    signal_group(pid, libc::SIGKILL);
+                    killed += 1;
+                }
+            }
+            let _ = std::fs::remove_file(e.path());
+        }
+        killed
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<JobId, Entry>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -531,6 +587,14 @@ fn spawn(launch: &Launch, account: Option<&Account>) -> Result<std::process::Chi
     }
 }
 
+/// When process `pid` started (clock ticks after boot), if it exists.
+fn process_start(pid: i32) -> Option<u64> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &line[line.rfind(')')? + 1..];
+    // rest starts at field 3 (state); the start time is field 22
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
 /// CPU seconds of the exited (not yet reaped) process `pid`, its waited
 /// children included, from `/proc/<pid>/stat`.
 fn zombie_usage(pid: i32) -> Rusage {
@@ -554,6 +618,7 @@ fn zombie_usage(pid: i32) -> Rusage {
 fn run_job(st: Shared, id: JobId, u: SubmitHostUniverse, job: ClassAd, host: String) {
     let ended = run_job_inner(&st, id, &job, &host);
     st.local.lock().remove(&id);
+    st.local.forget(id);
     tracing::info!("{} universe job {id} ended", u.name());
     report(&st, id, ended);
 }
@@ -581,6 +646,7 @@ fn run_job_inner(st: &Shared, id: JobId, job: &ClassAd, host: &str) -> Ended {
         });
     };
     tracing::info!(pid, program = %launch.program.display(), "job {id} is running on the submit host");
+    st.local.record(id, pid);
     let killed_early = {
         let mut running = st.local.lock();
         let entry = running.entry(id).or_default();

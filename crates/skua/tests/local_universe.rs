@@ -310,3 +310,57 @@ fn real_world_scheduler_and_local_submit_files_run() {
         }
     }
 }
+
+#[test]
+fn a_schedd_restart_kills_the_running_job_and_runs_it_again() {
+    let pool = pool("local-restart");
+    let dir = pool.home.join("work");
+    common::user_dir(&dir);
+    script(
+        &dir,
+        "long.sh",
+        "#!/bin/sh\necho $$ >> pids\nexec sleep 600\n",
+    );
+    let cluster = pool.submit_job(
+        &dir,
+        "universe = scheduler\nexecutable = long.sh\nlog = job.log\nqueue\n",
+    );
+    let job = format!("{cluster}.0");
+    let pids = |n: usize| -> Vec<i32> {
+        std::fs::read_to_string(dir.join("pids"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .take(n)
+            .collect()
+    };
+    wait_for("the job to run", Duration::from_secs(60), || {
+        pids(1).len() == 1
+    });
+    let first = pids(1)[0];
+    let schedds = common::pids_of(&pool, "schedd");
+    assert_eq!(schedds.len(), 1);
+    common::kill(schedds[0], "-KILL");
+    // the restarted schedd kills the old process and starts the job again
+    wait_for(
+        "the old process to be killed",
+        Duration::from_secs(60),
+        || !common::alive(first),
+    );
+    wait_for("the job to run again", Duration::from_secs(60), || {
+        pids(2).len() == 2
+    });
+    let second = pids(2)[1];
+    assert!(common::alive(second));
+    assert_ne!(first, second);
+    wait_for("the job to be running", Duration::from_secs(30), || {
+        q_attr(&pool, &job, "JobStatus") == "2"
+    });
+    assert_eq!(events(&dir.join("job.log")), ["000", "001", "004", "001"]);
+    pool.ok(&["rm", &job]);
+    wait_for(
+        "the removed job's process to end",
+        Duration::from_secs(30),
+        || !common::alive(second),
+    );
+}
