@@ -200,6 +200,20 @@ fn requirements_against_the_schedd_ad_missing_programs_and_removal() {
     wait_gone(&pool, &long_job);
     assert_eq!(events(&dir.join("long.log")), ["000", "001", "009"]);
 
+    // a universe Skua does not run: refused, naming the file and the line
+    std::fs::write(
+        dir.join("java.sub"),
+        "executable = /bin/true\nuniverse = java\nqueue\n",
+    )
+    .unwrap();
+    let out = pool.skua_user_in(&dir, &["submit", "java.sub"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("java.sub:2:") && err.contains("java universe"),
+        "{err}"
+    );
+
     // the idle one never started
     let never_job = format!("{never}.0");
     assert_eq!(q_attr(&pool, &never_job, "JobStatus"), "1");
@@ -363,4 +377,46 @@ fn a_schedd_restart_kills_the_running_job_and_runs_it_again() {
         Duration::from_secs(30),
         || !common::alive(second),
     );
+}
+
+#[test]
+fn a_periodic_hold_stops_a_running_local_job() {
+    let pool = job_pool(
+        "local-periodic",
+        "1",
+        &[
+            ("_CONDOR_SCHEDD_INTERVAL", "1"),
+            ("_CONDOR_PERIODIC_EXPR_INTERVAL", "1"),
+        ],
+    );
+    let dir = pool.home.join("work");
+    common::user_dir(&dir);
+    script(
+        &dir,
+        "long.sh",
+        "#!/bin/sh\necho $$ > pid\nexec sleep 600\n",
+    );
+    let cluster = pool.submit_job(
+        &dir,
+        "universe = local\nexecutable = long.sh\nlog = job.log\n\
+         periodic_hold = JobStatus == 2 && NumJobStarts > 0\nqueue\n",
+    );
+    let job = format!("{cluster}.0");
+    wait_for("the job's hold", Duration::from_secs(60), || {
+        q_attr(&pool, &job, "JobStatus") == "5"
+    });
+    // the script may have been killed before it wrote its pid: then its
+    // process is gone already
+    let Ok(text) = std::fs::read_to_string(dir.join("pid")) else {
+        assert_eq!(events(&dir.join("job.log")), ["000", "001", "012"]);
+        return;
+    };
+    let pid: i32 = text.trim().parse().unwrap();
+    wait_for(
+        "the held job's process to end",
+        Duration::from_secs(30),
+        || !common::alive(pid),
+    );
+    assert_eq!(q_attr(&pool, &job, "HoldReasonCode"), "3");
+    assert_eq!(events(&dir.join("job.log")), ["000", "001", "012"]);
 }
