@@ -678,6 +678,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     tracing::info!("schedd shutting down");
+    shared.local.kill_all().await;
     let _ = scheduler_adv.invalidate().await;
     for gone in advertised.keys() {
         if let Ok(adv) = Advertiser::new(&ctx, "Submitter", gone) {

@@ -182,6 +182,38 @@ impl LocalRuns {
         self.lock().keys().copied().collect()
     }
 
+    /// At shutdown: every running job gets its `KillSig`, then `SIGKILL`
+    /// after at most a second; their jobs go back to Idle (now, or at the
+    /// next start from the queue).
+    pub(crate) async fn kill_all(&self) {
+        let groups: Vec<(i32, i32)> = {
+            let mut running = self.lock();
+            running
+                .values_mut()
+                .filter_map(|e| {
+                    e.killed = true;
+                    e.pgid.map(|p| (p, e.kill_sig))
+                })
+                .collect()
+        };
+        if groups.is_empty() {
+            return;
+        }
+        tracing::info!("stopping {} scheduler/local universe job(s)", groups.len());
+        for (pgid, sig) in &groups {
+            signal_group(*pgid, *sig);
+        }
+        for _ in 0..10 {
+            if self.lock().values().all(|e| e.pgid.is_none()) {
+                break;
+            }
+            self.clock.sleep(Duration::from_millis(100)).await;
+        }
+        for (pgid, _) in &groups {
+            signal_group(*pgid, libc::SIGKILL);
+        }
+    }
+
     /// Kills the process groups of those of `jobs` that run here: their
     /// `KillSig` now, `SIGKILL` after [`KILL_GRACE`] if still running.
     pub(crate) fn kill(self: &Arc<Self>, jobs: &[JobId]) {

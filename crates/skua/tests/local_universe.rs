@@ -420,3 +420,30 @@ fn a_periodic_hold_stops_a_running_local_job() {
     assert_eq!(q_attr(&pool, &job, "HoldReasonCode"), "3");
     assert_eq!(events(&dir.join("job.log")), ["000", "001", "012"]);
 }
+
+#[test]
+fn stopping_the_pool_stops_the_running_job() {
+    let pool = pool("local-stop");
+    let dir = pool.home.join("work");
+    common::user_dir(&dir);
+    script(
+        &dir,
+        "long.sh",
+        "#!/bin/sh\necho $$ > pid\nexec sleep 600\n",
+    );
+    pool.submit_job(&dir, "universe = scheduler\nexecutable = long.sh\nqueue\n");
+    wait_for("the job to run", Duration::from_secs(60), || {
+        std::fs::read_to_string(dir.join("pid")).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(common::alive(pid));
+    let pool_dir = pool.dir.to_string_lossy().into_owned();
+    pool.ok(&["pool", "stop", "--dir", &pool_dir]);
+    wait_for("the job's process to end", Duration::from_secs(30), || {
+        !common::alive(pid)
+    });
+}
