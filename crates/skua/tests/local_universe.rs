@@ -79,7 +79,7 @@ fn scheduler_and_local_jobs_run_as_their_owner_with_log_and_exit_code() {
         script(
             &dir,
             "job.sh",
-            &format!("#!/bin/sh\nid -un\necho \"id=$CONDOR_ID arg=$1\"\npwd\necho oops >&2\nexit {code}\n"),
+            &format!("#!/bin/sh\nid -un\necho \"id=$CONDOR_ID arg=$1\"\npwd\necho oops >&2\nsleep 1\nexit {code}\n"),
         );
         let cluster = pool.submit_job(
             &dir,
@@ -127,11 +127,13 @@ fn scheduler_and_local_jobs_run_as_their_owner_with_log_and_exit_code() {
             history_attr(&pool, &job, "JobUniverse"),
             if universe == "scheduler" { "7" } else { "12" }
         );
-        // accounted as a run
+        // accounted as a run (the job sleeps a second)
         let wall: f64 = history_attr(&pool, &job, "RemoteWallClockTime")
             .parse()
             .unwrap();
-        assert!(wall >= 0.0);
+        assert!(wall >= 1.0, "RemoteWallClockTime {wall}");
+        let cpu: f64 = history_attr(&pool, &job, "RemoteUserCpu").parse().unwrap();
+        assert!((0.0..wall + 1.0).contains(&cpu), "RemoteUserCpu {cpu}");
         assert_eq!(history_attr(&pool, &job, "NumJobStarts"), "1");
     }
 }
