@@ -90,7 +90,10 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         &crate::queue_cmd::local_schedd_name(&config),
     );
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
-        bail!("{}: {what}", args.file);
+        match universe_line(&args.file) {
+            Some(line) => bail!("{}:{line}: {what}", args.file),
+            None => bail!("{}: {what} (DEFAULT_UNIVERSE)", args.file),
+        }
     }
     if sub.clusters.len() > 1 {
         bail!(
@@ -250,6 +253,23 @@ fn htcondor_arch() -> String {
         "aarch64" => "ARM64".to_string(),
         other => other.to_ascii_uppercase(),
     }
+}
+
+/// The line number (from 1) of the last `universe` command of the submit
+/// file at `path`, for messages about the universe.
+fn universe_line(path: &str) -> Option<usize> {
+    let text = std::fs::read(path).ok()?;
+    String::from_utf8_lossy(&text)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            l.get(..8)
+                .is_some_and(|w| w.eq_ignore_ascii_case("universe"))
+                && l.get(8..).is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|(i, _)| i + 1)
+        .last()
 }
 
 /// Reads the submit file at `path` and builds its jobs as the current user in the current

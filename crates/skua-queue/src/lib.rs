@@ -45,11 +45,15 @@
 //! - [`Queue::idle_jobs_in_order`], [`Queue::submitter_counts`],
 //!   [`Queue::query`]: what the schedd offers and advertises.
 //!
+//! - [`local`]: the scheduler and local universes (jobs the schedd runs
+//!   on the submit host, never matched).
+//!
 //! The job event log's text format is in [`userlog`].
 
 pub mod attr;
 mod autocluster;
 pub mod matchsubst;
+pub mod local;
 mod mutation;
 mod plan;
 mod policy;

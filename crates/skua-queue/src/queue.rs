@@ -185,6 +185,8 @@ impl Queue {
             .jobs
             .iter()
             .filter(|(_, ad)| status_of(ad) == JobStatus::Idle)
+            // the schedd runs these itself: never matched
+            .filter(|(_, ad)| !crate::local::runs_on_submit_host(ad))
             .filter(|(_, ad)| owner.is_none_or(|o| str_attr(ad, attr::OWNER).as_deref() == Some(o)))
             .map(|(id, ad)| {
                 let prio = match ev.eval_attr(attr::JOB_PRIO, ad, None) {

@@ -290,7 +290,10 @@ async fn act(
         st.changed.notify_one();
         match req.action {
             JobActionKind::Release => st.reschedule.notify_one(),
-            _ => st.shadows.vacate(&done),
+            _ => {
+                st.shadows.vacate(&done);
+                st.local.kill(&done);
+            }
         }
     }
     Ok(Json(JobActionReply {
@@ -413,6 +416,7 @@ fn counts_ads(
     ad.insert_value("TotalHeldJobs", total(|c| c.held));
     ad.insert_value("TotalRemovedJobs", total(|c| c.removed));
     ad.insert_value("TotalJobAds", schedd.queue().len() as i64);
+    schedd.queue().submit_host_running().insert_into(&mut ad);
     ad.insert_value("NumUsers", counts.len() as i64);
     let mut submitters = BTreeMap::new();
     for (owner, c) in &counts {
@@ -539,7 +543,19 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         shadows: shadows.clone(),
         reschedule: Arc::new(Notify::new()),
         clock: ctx.clock.clone(),
+        local: Arc::new(crate::local_univ::LocalRuns::new(
+            ctx.clock.clone(),
+            PathBuf::from(ctx.knob("SPOOL")?.unwrap_or_else(|| "/tmp".into())),
+        )),
     };
+    // scheduler/local jobs of a previous schedd: killed (the queue put
+    // them back to Idle above)
+    match shared.local.kill_leftovers() {
+        0 => {}
+        n => tracing::info!(
+            "{n} scheduler/local universe job process(es) from before the restart killed"
+        ),
+    }
     let routes = Routes::new()
         .command(&routes::SCHEDD_NEW_CLUSTER, post(new_cluster))
         .command(&routes::SCHEDD_SUBMIT, post(submit))
@@ -629,6 +645,13 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     )?);
     let mut periodic_tick = ctx.clock.ticker(periodic.max(Duration::from_secs(1)));
     let mut advertise_tick = ctx.clock.ticker(ctx.update_interval);
+    // scheduler/local universe jobs: a start pass each SCHEDD_INTERVAL and
+    // whenever the queue changed
+    let start_knobs = crate::local_univ::StartKnobs::from_context(&ctx)?;
+    let schedd_interval = Duration::from_secs(
+        skua_daemon::context::knob_u64(&ctx.config, "SCHEDD_INTERVAL", 300)?.max(1),
+    );
+    let mut schedd_tick = ctx.clock.ticker(schedd_interval);
     let mut advertised: BTreeMap<String, ()> = BTreeMap::new();
     let scheduler_adv = Advertiser::new(&ctx, "Scheduler", &name)?;
     loop {
@@ -646,6 +669,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             }
             _ = advertise_tick.tick() => advertise_now = true,
+            _ = schedd_tick.tick() => advertise_now = true,
             _ = shared.reschedule.notified() => {
                 advertise_now = true;
                 ask = true;
@@ -667,6 +691,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                     continue;
                 }
             };
+            crate::local_univ::start_due(&shared, &start_knobs, ad.clone(), &sinful).await;
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");
             }
@@ -691,6 +716,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         }
     }
     tracing::info!("schedd shutting down");
+    shared.local.kill_all().await;
     let _ = scheduler_adv.invalidate().await;
     for gone in advertised.keys() {
         if let Ok(adv) = Advertiser::new(&ctx, "Submitter", gone) {

@@ -26,6 +26,8 @@
 //! - `evicted.rs`: the routes of `skua evicted_files`.
 //! - [`spool`]: spooled jobs' routes (`skua submit -spool`, `skua
 //!   transfer_data`) and their per-job spool directories.
+//! - `local_univ.rs`: the scheduler and local universes (jobs the schedd
+//!   runs itself on the submit host, as their owner).
 
 mod async_output;
 pub mod checkpoint;
@@ -37,6 +39,7 @@ mod job_access;
 mod lease;
 mod local_copy;
 mod match_start;
+mod local_univ;
 mod negotiator;
 mod runs;
 pub mod sandbox;

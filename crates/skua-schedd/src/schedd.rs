@@ -1005,6 +1005,40 @@ impl Schedd {
         self.commit_as(txn, now, Sync::Relaxed)
     }
 
+    /// The idle scheduler- and local-universe jobs (whole ads), in queue
+    /// order, and how many of them run now (see `local_univ.rs`).
+    pub fn submit_host_jobs(
+        &self,
+    ) -> (
+        Vec<(JobId, skua_queue::local::SubmitHostUniverse, ClassAd)>,
+        skua_queue::local::SubmitHostRunning,
+    ) {
+        let idle = self
+            .queue
+            .submit_host_idle()
+            .into_iter()
+            .filter_map(|(id, u)| self.queue.job(id).map(|ad| (id, u, public_ad(ad))))
+            .collect();
+        (idle, self.queue.submit_host_running())
+    }
+
+    /// The schedd starts a scheduler- or local-universe job itself on
+    /// `host` (no claim): Running from now.
+    pub fn start_on_submit_host(
+        &mut self,
+        id: JobId,
+        host: &str,
+        now: i64,
+    ) -> Result<(), ScheddError> {
+        let txn = self.queue.plan_start(id, host, now)?;
+        self.commit_as(txn, now, Sync::Relaxed)
+    }
+
+    /// The status of job `id`, if it is in the queue.
+    pub fn status(&self, id: JobId) -> Option<JobStatus> {
+        self.queue.status(id)
+    }
+
     /// The job's process started: the execute event.
     pub fn executing(
         &mut self,

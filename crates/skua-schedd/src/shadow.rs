@@ -1038,6 +1038,10 @@ mod tests {
             shadows,
             reschedule: Arc::new(tokio::sync::Notify::new()),
             clock: skua_daemon::Clock::system(),
+            local: Arc::new(crate::local_univ::LocalRuns::new(
+                skua_daemon::Clock::system(),
+                std::env::temp_dir(),
+            )),
         };
         (st, job)
     }

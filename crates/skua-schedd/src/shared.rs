@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     /// The daemon's clock (`ctx.clock`): every time written to the queue
     /// and every lease and timer is read from it.
     pub(crate) clock: Clock,
+    /// The scheduler/local-universe jobs running on this host.
+    pub(crate) local: Arc<crate::local_univ::LocalRuns>,
 }
 
 /// A schedd error as the protocol's error code.

@@ -312,16 +312,50 @@ fn skua_checkpoint_backend_requirement() {
 }
 
 #[test]
-fn universes_other_than_vanilla_are_flagged() {
-    let plain = submit("executable = /bin/sleep\nqueue\n", &files(), &opts()).unwrap();
-    assert_eq!(unsupported_universe(&plain), None);
-    let local = submit(
-        "universe = local\nexecutable = /bin/sleep\nqueue\n",
-        &files(),
-        &opts(),
-    )
-    .unwrap();
-    assert!(unsupported_universe(&local).is_some_and(|m| m.contains("local")));
+fn universes_skua_cannot_run_are_flagged() {
+    for runs in ["vanilla", "local", "scheduler"] {
+        let text = format!("universe = {runs}\nexecutable = /bin/sleep\nqueue\n");
+        let sub = submit(&text, &files(), &opts()).unwrap();
+        assert_eq!(unsupported_universe(&sub), None, "{runs}");
+    }
+    for (name, refused) in [
+        ("docker", "docker"),
+        ("java", "java"),
+        ("vm", "vm"),
+        ("grid", "grid"),
+    ] {
+        let mut text = format!("universe = {name}\nexecutable = /bin/sleep\n");
+        match name {
+            "docker" => text.push_str("docker_image = debian\n"),
+            "grid" => text.push_str("grid_resource = batch slurm\n"),
+            "vm" => text.push_str("vm_type = kvm\nvm_memory = 64\nvm_disk = a.img:hda:w\n"),
+            _ => {}
+        }
+        text.push_str("queue\n");
+        let Ok(sub) = submit(&text, &files(), &opts()) else {
+            // refused by the reader already: also not run
+            continue;
+        };
+        let message = unsupported_universe(&sub);
+        assert!(
+            message.as_deref().is_some_and(|m| m.contains(refused)),
+            "{name}: {message:?}"
+        );
+    }
+}
+
+#[test]
+fn scheduler_and_local_jobs_carry_htcondors_universe_numbers() {
+    for (name, number) in [("scheduler", 7), ("local", 12)] {
+        let text = format!("universe = {name}\nexecutable = /bin/sleep\nqueue\n");
+        let sub = submit(&text, &files(), &opts()).unwrap();
+        let job = sub.jobs().next().unwrap();
+        assert_eq!(
+            job.lookup("JobUniverse").map(|e| e.to_string()),
+            Some(number.to_string()),
+            "{name}"
+        );
+    }
 }
 
 /// (submit text, line the error names, a word the message contains)
