@@ -711,7 +711,10 @@ mod tests {
             let limit = r.body.limit();
             match r.path {
                 "/schedd/submit" | "/schedd/matches" => assert_eq!(limit, Some(BULK_BODY_LIMIT)),
-                "/shadow/output_file" | "/shadow/checkpoint_file" | "/shadow/chirp_put" | "/schedd/spool_file" => {
+                "/shadow/output_file"
+                | "/shadow/checkpoint_file"
+                | "/shadow/chirp_put"
+                | "/schedd/spool_file" => {
                     assert_eq!(limit, None)
                 }
                 _ => assert!(

@@ -52,15 +52,15 @@
 
 pub mod attr;
 mod autocluster;
-pub mod matchsubst;
 pub mod local;
+pub mod matchsubst;
 mod mutation;
 mod plan;
 mod policy;
 mod queue;
 mod run;
-mod transfer;
 pub mod spool;
+mod transfer;
 pub mod userlog;
 pub mod xferq;
 pub use transfer::{BYTES_RECVD, BYTES_SENT};
