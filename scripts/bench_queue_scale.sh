@@ -26,14 +26,15 @@ POOL=""
 stop_pool() { [ -z "$POOL" ] || "$SKUA" pool stop --dir "$POOL" >/dev/null 2>&1 || true; POOL=""; }
 cleanup() { stop_pool; rm -rf "$DIR"; }
 trap cleanup EXIT INT TERM
+# the tools and the schedd both check these (HTCondor's defaults: 20,000
+# per submission, 100,000 per owner)
+export _CONDOR_MAX_JOBS_PER_SUBMISSION=$((N + 1)) _CONDOR_MAX_JOBS_PER_OWNER=$((N + 1))
 
 # start_pool NAME: a fresh pool with no negotiator and no startd.
 start_pool() {
     POOL="$DIR/$1"
     export SKUA_CONFIG="$POOL/skua_config"
-    _CONDOR_DAEMON_LIST="MASTER, COLLECTOR, SCHEDD" \
-        _CONDOR_MAX_JOBS_PER_SUBMISSION=$((N + 1)) _CONDOR_MAX_JOBS_PER_OWNER=$((N + 1)) \
-        "$SKUA" pool start --dir "$POOL" >/dev/null
+    _CONDOR_DAEMON_LIST="MASTER, COLLECTOR, SCHEDD" "$SKUA" pool start --dir "$POOL" >/dev/null
     until "$SKUA" q -totals >/dev/null 2>&1; do sleep 0.05; done
 }
 mkdir -p "$DIR/work"
