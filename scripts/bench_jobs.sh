@@ -4,23 +4,36 @@
 # the last job has left the queue:
 #   1. N trivial jobs (/bin/true);
 #   2. N trivial jobs, each with its standard output transferred back;
-#   3. 200 jobs of `sleep 1` (ideal: 200 / 16 slots = 12.5 -> 13 s).
+#   3. 200 jobs of `sleep 1` (ideal: 200 / 16 slots = 12.5 -> 13 s);
+#   4. workload 1 again while POLLERS clients (default 10) loop over
+#      `skua q` and `skua status`, as users and their scripts do: the
+#      rate against workload 1's (measured in the same run) and the
+#      queries' latency (median, worst, failures).
 # Each workload runs RUNS times; the median is printed last. The baseline,
 # measured in the same run, is this machine spawning /bin/true from four
 # shells at once, with nothing else around it.
-# Usage: scripts/bench_jobs.sh [BIN_DIR] [N] [RUNS]
+# Usage: [POLLERS=10] [WORKLOADS="trivial stdout sleep polled"] \
+#        scripts/bench_jobs.sh [BIN_DIR] [N] [RUNS]
 #        (defaults: target/release 1000 3)
 set -eu
 BIN=$(cd "${1:-target/release}" && pwd)
 N=${2:-1000}
 RUNS=${3:-3}
+POLLERS=${POLLERS:-10}
+WORKLOADS=${WORKLOADS:-trivial stdout sleep polled}
 SKUA="$BIN/skua"
 [ -x "$SKUA" ] && [ -x "$BIN/skuad" ] || { echo "build first: cargo build --release --workspace" >&2; exit 2; }
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/skua-bench.XXXXXX")
 chmod 755 "$DIR"
 export SKUA_CONFIG="$DIR/pool/skua_config"
-cleanup() { "$SKUA" pool stop --dir "$DIR/pool" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
+POLLER_PIDS=""
+stop_pollers() {
+    for p in $POLLER_PIDS; do kill "$p" 2>/dev/null || true; done
+    for p in $POLLER_PIDS; do wait "$p" 2>/dev/null || true; done
+    POLLER_PIDS=""
+}
+cleanup() { stop_pollers; "$SKUA" pool stop --dir "$DIR/pool" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
 trap cleanup EXIT INT TERM
 
 _CONDOR_NUM_CPUS=16 _CONDOR_NEGOTIATOR_CYCLE_DELAY=0 _CONDOR_NEGOTIATOR_INTERVAL=5 \
@@ -114,18 +127,52 @@ baseline() {
     echo "$1" "$t0" "$t1" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
 }
 
-echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN; $RUNS run(s) each"
-BASE=$(baseline "$N")
-echo "baseline: this machine spawns $BASE /bin/true per second from four shells"
-echo
-run "trivial (/bin/true)" "executable = /bin/true
+# poller I: loops over `skua q` and `skua status` until killed, writing
+# "q MS" / "status MS" (or "q FAIL") per call to polls.I.txt.
+poller() {
+    while :; do
+        for what in q status; do
+            t0=$(date +%s%N)
+            if "$SKUA" "$what" >/dev/null 2>&1; then
+                echo "$what $(( ($(date +%s%N) - t0) / 1000000 ))"
+            else
+                echo "$what FAIL"
+            fi
+        done
+    done > "polls.$1.txt"
+}
+
+# latency KIND: median and worst of the KIND calls of the pollers, ms.
+latency() {
+    cat polls.*.txt | awk -v k="$1" '$1 == k && $2 != "FAIL" { print $2 }' | sort -n |
+        awk -v k="$1" '{ t[NR] = $1 } END {
+            if (NR == 0) { printf "    %-6s no answers\n", k; exit }
+            m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+            printf "    skua %-6s %5d answers  median %6.1f ms  worst %6.1f ms\n", k, NR, m, t[NR] }'
+    fails=$(cat polls.*.txt | awk -v k="$1" '$1 == k && $2 == "FAIL"' | wc -l)
+    [ "$fails" -eq 0 ] || echo "    skua $1: $fails call(s) failed"
+}
+
+has() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+TRIVIAL="executable = /bin/true
 transfer_executable = false
 should_transfer_files = YES
 request_disk = 1024
 queue $N
-" "$N"
+"
+
+echo "Skua personal pool, 16 slots on $(nproc) CPUs; binaries from $BIN; $RUNS run(s) each"
+BASE=$(baseline "$N")
+echo "baseline: this machine spawns $BASE /bin/true per second from four shells"
+echo
+if has trivial; then
+    run "trivial (/bin/true)" "$TRIVIAL" "$N"
+    UNPOLLED=$(sort -n times.txt | awk '{ t[NR] = $1 } END { print (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }')
+fi
 BASE=0
-run "trivial, stdout transferred back" "executable = /bin/echo
+if has stdout; then
+    run "trivial, stdout transferred back" "executable = /bin/echo
 transfer_executable = false
 arguments = job \$(Process)
 output = out/\$(Process).out
@@ -133,10 +180,31 @@ should_transfer_files = YES
 request_disk = 1024
 queue $N
 " "$N"
-run "sleep 1 (ideal 13 s)" "executable = /bin/sleep
+fi
+if has sleep; then
+    run "sleep 1 (ideal 13 s)" "executable = /bin/sleep
 transfer_executable = false
 arguments = 1
 should_transfer_files = YES
 request_disk = 1024
 queue 200
 " 200
+fi
+if has polled && [ "$POLLERS" -gt 0 ]; then
+    rm -f polls.*.txt
+    i=0
+    while [ $i -lt "$POLLERS" ]; do
+        i=$((i + 1))
+        poller "$i" &
+        POLLER_PIDS="$POLLER_PIDS $!"
+    done
+    run "trivial, $POLLERS clients polling" "$TRIVIAL" "$N"
+    stop_pollers
+    POLLED=$(sort -n times.txt | awk '{ t[NR] = $1 } END { print (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }')
+    echo "  queries answered while the jobs ran ($POLLERS clients):"
+    latency q
+    latency status
+    if [ -n "${UNPOLLED:-}" ]; then
+        echo "$UNPOLLED $POLLED" | awk '{ printf "  polled / unpolled throughput: %.2f (same run)\n", $1 / $2 }'
+    fi
+fi

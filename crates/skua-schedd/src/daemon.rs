@@ -22,7 +22,7 @@ use skua_proto::{
     routes, JobAction, JobActionKind, JobActionReply, JobOutcome, JobQuery, JobQueryReply,
     JobSelector, NewCluster, NewClusterReply, SetAttribute, Submit, SubmitReply,
 };
-use skua_queue::{Action, Actor, JobId, JobRef, Selector, SubmitLimits, SystemPolicy};
+use skua_queue::{Action, Actor, JobRef, Selector, SubmitLimits, SystemPolicy};
 use tokio::sync::{watch, Notify};
 
 use crate::negotiator;
@@ -197,38 +197,35 @@ async fn query(
 ) -> Result<Json<JobQueryReply>, ApiError> {
     let mut filter = query_filter(&q.selector)?;
     let constraint = filter.constraint.take();
-    // On the queue's thread only the snapshot (shared handles to the named
-    // jobs' ads); the constraint, which may be any user expression, is
-    // evaluated off it, and stops if the request is given up.
-    let (jobs, status_counts) =
-        with_schedd(&st, move |s| Ok((s.candidates(&filter), s.status_counts()))).await?;
+    // The queue's thread only hands over a snapshot (shared handles to the
+    // ads, see snapshot.rs); everything else, and the constraint, which may
+    // be any user expression, runs off it and stops if the request is
+    // given up.
+    let snap = crate::shared::snapshot(&st).await?;
     let now = st.clock.now_secs();
-    let selected = skua_daemon::work::off_thread(move |cancel| {
-        crate::schedd::select_jobs(jobs, constraint.as_ref(), now, || cancel.is_cancelled())
+    let reply = skua_daemon::work::off_thread(move |cancel| {
+        let jobs = snap.candidates(&filter);
+        let selected =
+            crate::schedd::select_jobs(jobs, constraint.as_ref(), now, || cancel.is_cancelled())?;
+        let mut reply = JobQueryReply {
+            status_counts: snap.status_counts(),
+            ..JobQueryReply::default()
+        };
+        if q.summary {
+            reply.batches = snap.batches_of(&selected);
+        } else {
+            let limit = q.limit.unwrap_or(usize::MAX);
+            reply.ads = selected
+                .iter()
+                .take(limit)
+                .map(|(_, ad)| crate::schedd::project(ad, &q.projection))
+                .collect();
+        }
+        Some(reply)
     })
     .await
     .map_err(|e| ApiError::internal(format!("{e:#}")))?
     .ok_or_else(|| ApiError::internal("the query was cancelled"))?;
-    let mut reply = JobQueryReply {
-        status_counts,
-        ..JobQueryReply::default()
-    };
-    if q.summary {
-        let ids: Vec<JobId> = selected.iter().map(|(id, _)| *id).collect();
-        reply.batches = with_schedd(&st, move |s| Ok(s.batches_of(&ids))).await?;
-    } else {
-        let limit = q.limit.unwrap_or(usize::MAX);
-        let projection = q.projection;
-        reply.ads = tokio::task::spawn_blocking(move || {
-            selected
-                .iter()
-                .take(limit)
-                .map(|(_, ad)| crate::schedd::project(ad, &projection))
-                .collect()
-        })
-        .await
-        .map_err(|e| ApiError::internal(format!("query task failed: {e}")))?;
-    }
     Ok(Json(reply))
 }
 

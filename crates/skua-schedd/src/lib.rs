@@ -8,6 +8,8 @@
 //!   routes, the periodic timer, the Scheduler and Submitter ads.
 //! - `shared.rs`: what handlers and tasks share (the schedd behind its
 //!   lock, `with_schedd`, the API error mapping); a leaf.
+//! - `snapshot.rs`: the read-only views of the queue queries are served
+//!   from, off the queue's thread.
 //! - `runs.rs`: the claim registry (runs by claim id, busy jobs) and the
 //!   dialer every client to another daemon is made by.
 //! - `negotiator.rs`: the routes the negotiator calls (resource requests,
@@ -47,6 +49,7 @@ pub mod schedd;
 mod shadow;
 mod shared;
 pub mod spool;
+mod snapshot;
 pub mod store;
 pub mod userlog;
 mod xferq;

@@ -716,17 +716,6 @@ impl Schedd {
         Ok(n)
     }
 
-    /// The jobs the named parts of `filter` (ids, clusters, owners) select,
-    /// as shared handles, in job-id order; its constraint is not
-    /// evaluated (see [`select_jobs`]).
-    pub fn candidates(&self, filter: &JobFilter) -> Vec<(JobId, ClassAd)> {
-        self.queue
-            .jobs()
-            .filter(|(id, ad)| filter.named(*id, ad))
-            .map(|(id, ad)| (id, ad.clone()))
-            .collect()
-    }
-
     /// Jobs matching `filter`, projected, in job-id order.
     pub fn query(&mut self, filter: &JobFilter, projection: &[String], now: i64) -> Vec<String> {
         let mut ev = self.take_evaluator(now);
@@ -759,67 +748,17 @@ impl Schedd {
     /// batch (`JobBatchName`, else the cluster), in order of their first
     /// job.
     pub fn batches_of(&self, selected: &[JobId]) -> Vec<skua_proto::BatchRow> {
-        use std::collections::HashMap;
-        let mut rows: Vec<skua_proto::BatchRow> = Vec::new();
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
-        let mut present: HashMap<u32, u64> = HashMap::new();
-        let mut last_key: Option<((String, String), usize)> = None;
-        for &id in selected {
-            let Some(ad) = self.queue.job(id) else {
-                continue;
-            };
-            *present.entry(id.cluster).or_default() += 1;
-            let owner = str_attr(ad, "Owner").unwrap_or_default();
-            let name =
-                str_attr(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {}", id.cluster));
-            let i = match &last_key {
-                Some((k, i)) if k.0 == owner && k.1 == name => *i,
-                _ => {
-                    let key = (owner.clone(), name.clone());
-                    let i = *index.entry(key.clone()).or_insert_with(|| {
-                        rows.push(skua_proto::BatchRow {
-                            owner,
-                            name,
-                            submitted: i64::MAX,
-                            first: (id.cluster, id.proc),
-                            ..skua_proto::BatchRow::default()
-                        });
-                        rows.len() - 1
-                    });
-                    last_key = Some((key, i));
-                    i
-                }
-            };
-            let row = &mut rows[i];
-            row.submitted = row.submitted.min(int_attr(ad, "QDate").unwrap_or(0));
-            row.last = (id.cluster, id.proc);
-            match self.queue.status(id).map(|s| s.code()) {
-                Some(1) => row.idle += 1,
-                Some(2) | Some(6) => row.running += 1,
-                Some(3) => row.removed += 1,
-                Some(4) => row.completed += 1,
-                Some(5) => row.held += 1,
-                Some(7) => row.suspended += 1,
-                _ => {}
-            }
-        }
-        // done: jobs of the batch's clusters that left the queue
-        let mut counted = std::collections::HashSet::new();
-        for row in &mut rows {
-            for c in row.first.0..=row.last.0 {
-                let Some(n) = present.get(&c) else { continue };
-                if !counted.insert(c) {
-                    continue;
-                }
-                let submitted = self
-                    .queue
+        batch_rows(
+            selected
+                .iter()
+                .filter_map(|&id| self.queue.job(id).map(|ad| (id, ad))),
+            |c| {
+                self.queue
                     .cluster_ad(c)
                     .and_then(|a| int_attr(a, "TotalSubmitProcs"))
-                    .unwrap_or(0);
-                row.done += (submitted - *n as i64).max(0) as u64;
-            }
-        }
-        rows
+                    .unwrap_or(0)
+            },
+        )
     }
 
     /// Every job in the queue by `JobStatus` code (index 0..=7).
@@ -1319,6 +1258,76 @@ pub fn select_jobs(
         }
     }
     Some(out)
+}
+
+/// condor_q's batch view of the jobs `selected` (in job-id order): one row
+/// per owner and batch (`JobBatchName`, else the cluster), in order of
+/// their first job; `submitted(cluster)` is the cluster's
+/// `TotalSubmitProcs`, for the jobs that left the queue.
+pub fn batch_rows<'a>(
+    selected: impl Iterator<Item = (JobId, &'a ClassAd)>,
+    submitted: impl Fn(u32) -> i64,
+) -> Vec<skua_proto::BatchRow> {
+    use std::collections::HashMap;
+    let mut rows: Vec<skua_proto::BatchRow> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    let mut present: HashMap<u32, u64> = HashMap::new();
+    let mut last_key: Option<((String, String), usize)> = None;
+    for (id, ad) in selected {
+        *present.entry(id.cluster).or_default() += 1;
+        let owner = str_attr(ad, "Owner").unwrap_or_default();
+        let name = str_attr(ad, "JobBatchName").unwrap_or_else(|| format!("ID: {}", id.cluster));
+        let i = match &last_key {
+            Some((k, i)) if k.0 == owner && k.1 == name => *i,
+            _ => {
+                let key = (owner.clone(), name.clone());
+                let i = *index.entry(key.clone()).or_insert_with(|| {
+                    rows.push(skua_proto::BatchRow {
+                        owner,
+                        name,
+                        submitted: i64::MAX,
+                        first: (id.cluster, id.proc),
+                        ..skua_proto::BatchRow::default()
+                    });
+                    rows.len() - 1
+                });
+                last_key = Some((key, i));
+                i
+            }
+        };
+        let row = &mut rows[i];
+        row.submitted = row.submitted.min(int_attr(ad, "QDate").unwrap_or(0));
+        row.last = (id.cluster, id.proc);
+        match job_status_code(ad) {
+            1 => row.idle += 1,
+            2 | 6 => row.running += 1,
+            3 => row.removed += 1,
+            4 => row.completed += 1,
+            5 => row.held += 1,
+            7 => row.suspended += 1,
+            _ => {}
+        }
+    }
+    // done: jobs of the batch's clusters that left the queue
+    let mut counted = std::collections::HashSet::new();
+    for row in &mut rows {
+        for c in row.first.0..=row.last.0 {
+            let Some(n) = present.get(&c) else { continue };
+            if !counted.insert(c) {
+                continue;
+            }
+            row.done += (submitted(c) - *n as i64).max(0) as u64;
+        }
+    }
+    rows
+}
+
+/// A job's `JobStatus` code (1..=7); a missing or unknown one counts as
+/// idle, as the queue reads it.
+pub(crate) fn job_status_code(ad: &ClassAd) -> i64 {
+    int_attr(ad, skua_queue::attr::JOB_STATUS)
+        .filter(|c| (1..=7).contains(c))
+        .unwrap_or(1)
 }
 
 /// The ad (merged with its cluster ad) or only the named attributes of it.

@@ -10,7 +10,9 @@
 //! tasks send it, one after another, each with a reply ([`with_schedd`],
 //! [`with_queue`]): no lock is shared, a job is picked and marked busy in
 //! one operation, and SQLite commits wait for the disk on that thread,
-//! never on the async runtime. The runs by claim id (`runs.rs`) are still
+//! never on the async runtime. Queries only ask it for a snapshot
+//! (`snapshot.rs`), taken at the end of a batch of operations, and read
+//! that on a blocking thread. The runs by claim id (`runs.rs`) are still
 //! behind a mutex.
 
 use std::collections::HashSet;
@@ -24,6 +26,7 @@ use tokio::sync::Notify;
 
 use crate::runs::Shadows;
 use crate::schedd::{Schedd, ScheddError};
+use crate::snapshot::{Snapshot, Snapshots};
 
 /// What the queue's thread owns.
 pub(crate) struct Queue {
@@ -33,8 +36,17 @@ pub(crate) struct Queue {
     pub(crate) busy: HashSet<JobId>,
 }
 
-/// An operation on the queue, run by its owner.
-type QueueWork = Box<dyn FnOnce(&mut Queue) + Send>;
+/// What the owner runs: an operation on the queue, or a query's request
+/// for a snapshot (answered at the end of the batch it arrives in).
+enum QueueWork {
+    Op(Box<dyn FnOnce(&mut Queue) + Send>),
+    Snapshot(tokio::sync::oneshot::Sender<Arc<Snapshot>>),
+}
+
+/// At most this many operations run after a query asked for a snapshot
+/// before it is taken (a bound on the query's wait, not a batch size for
+/// the operations, which run one after another in any case).
+const SNAPSHOT_AFTER_AT_MOST: usize = 64;
 
 /// The thread that owns the queue and runs the operations sent to it in
 /// the order they arrive. It ends when every handle to it is gone.
@@ -54,21 +66,63 @@ impl QueueOwner {
                     schedd,
                     busy: HashSet::new(),
                 };
-                while let Ok(work) = rx.recv() {
-                    // a panic fails that one operation (its caller gets no
-                    // reply), not the queue
-                    if std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut queue))).is_err() {
-                        tracing::error!("an operation on the job queue panicked");
+                let mut snapshots = Snapshots::default();
+                while let Ok(first) = rx.recv() {
+                    // a batch: what has arrived, then one snapshot for the
+                    // queries that asked during it
+                    let mut work = Some(first);
+                    let mut since_asked = 0;
+                    while let Some(w) = work.take() {
+                        match w {
+                            QueueWork::Op(op) => {
+                                snapshots.touched();
+                                // a panic fails that one operation (its
+                                // caller gets no reply), not the queue
+                                if std::panic::catch_unwind(AssertUnwindSafe(|| op(&mut queue)))
+                                    .is_err()
+                                {
+                                    tracing::error!("an operation on the job queue panicked");
+                                }
+                            }
+                            QueueWork::Snapshot(reply) => snapshots.ask(reply),
+                        }
+                        if snapshots.wanted() {
+                            since_asked += 1;
+                            if since_asked > SNAPSHOT_AFTER_AT_MOST {
+                                break;
+                            }
+                        }
+                        work = rx.try_recv().ok();
+                    }
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        snapshots.publish(&queue.schedd)
+                    }))
+                    .is_err()
+                    {
+                        tracing::error!("taking a snapshot of the job queue panicked");
+                        snapshots = Snapshots::default();
                     }
                 }
             })?;
         Ok(QueueOwner { tx })
     }
 
+    /// Asks for a snapshot of the queue once every operation sent before
+    /// has run; the answer comes at the end of the owner's batch.
+    pub(crate) fn ask_snapshot(
+        &self,
+    ) -> Result<tokio::sync::oneshot::Receiver<Arc<Snapshot>>, ApiError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(QueueWork::Snapshot(tx))
+            .map_err(|_| ApiError::internal("the job queue has stopped"))?;
+        Ok(rx)
+    }
+
     /// Sends `f` to run on the queue without waiting for it: it runs
     /// before anything sent later.
     pub(crate) fn send(&self, f: impl FnOnce(&mut Queue) + Send + 'static) {
-        if self.tx.send(Box::new(f)).is_err() {
+        if self.tx.send(QueueWork::Op(Box::new(f))).is_err() {
             tracing::error!("the job queue has stopped");
         }
     }
@@ -88,6 +142,15 @@ pub(crate) struct Shared {
     pub(crate) clock: Clock,
     /// The scheduler/local-universe jobs running on this host.
     pub(crate) local: Arc<crate::local_univ::LocalRuns>,
+}
+
+/// The queue as it is once every operation sent before this call has
+/// run (see `snapshot.rs`): the query's only visit to the owner.
+pub(crate) async fn snapshot(st: &Shared) -> Result<Arc<Snapshot>, ApiError> {
+    st.queue
+        .ask_snapshot()?
+        .await
+        .map_err(|_| ApiError::internal("the job queue gave no snapshot"))
 }
 
 /// A schedd error as the protocol's error code.
@@ -126,9 +189,9 @@ pub(crate) async fn with_queue<T: Send + 'static>(
     let (tx, rx) = tokio::sync::oneshot::channel();
     st.queue
         .tx
-        .send(Box::new(move |q: &mut Queue| {
+        .send(QueueWork::Op(Box::new(move |q: &mut Queue| {
             let _ = tx.send(f(q));
-        }))
+        })))
         .map_err(|_| ApiError::internal("the job queue has stopped"))?;
     rx.await
         .map_err(|_| ApiError::internal("schedd task failed: the queue operation gave no answer"))?
