@@ -22,10 +22,14 @@
 //! - [`checkpoint`]: the checkpoint store (staging, atomic commit,
 //!   pruning, removal).
 //! - `evicted.rs`: the routes of `skua evicted_files`.
+//! - `dedicated.rs`: the dedicated scheduler's shell (negotiating as
+//!   `DedicatedScheduler`, holding claims, starting parallel jobs' nodes,
+//!   whole-job restart).
 
 pub mod checkpoint;
 mod claim;
 pub mod daemon;
+mod dedicated;
 mod evicted;
 mod lease;
 mod negotiator;

@@ -180,6 +180,8 @@ pub(crate) struct Shadows {
     /// The runs whose exit was recorded lately (claim id, job): a starter
     /// that repeats an exit (its acknowledgement lost) is answered again.
     finished: Mutex<std::collections::VecDeque<(String, JobId)>>,
+    /// The dedicated scheduler's claims and running parallel jobs.
+    pub dedicated: crate::dedicated::Dedicated,
 }
 
 /// How many finished runs [`Shadows`] remembers.
@@ -205,6 +207,7 @@ impl Shadows {
             reconnect_ceiling: Duration::from_secs(300),
             checkpoint_root: None,
             finished: Mutex::new(std::collections::VecDeque::new()),
+            dedicated: crate::dedicated::Dedicated::default(),
         }
     }
 

@@ -653,6 +653,11 @@ pub(crate) async fn update(
     State(st): State<Shared>,
     Json(u): Json<JobUpdate>,
 ) -> Result<Json<Ack>, ApiError> {
+    if u.kind == UpdateKind::Executing {
+        if let Some(r) = crate::dedicated::node_update(&st, &u.claim_id).await {
+            return r.map(|()| Json(Ack {})).map_err(ApiError::internal);
+        }
+    }
     let (job, slot, startd) = {
         let mut runs = st.shadows.runs();
         let run = runs.get_mut(&u.claim_id).ok_or_else(unknown_claim)?;
@@ -716,6 +721,10 @@ pub(crate) async fn exit(
         // recorded already; its acknowledgement was lost
         tracing::info!("a repeated exit report under a finished run: acknowledged again");
         return Ok(Json(Ack {}));
+    }
+    // a node of a parallel job: the dedicated scheduler decides
+    if let Some(r) = crate::dedicated::node_exit(&st, &x).await {
+        return r.map(|()| Json(Ack {})).map_err(ApiError::internal);
     }
     let (job, failure, done, executed) = {
         let mut runs = st.shadows.runs();

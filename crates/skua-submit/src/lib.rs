@@ -212,7 +212,7 @@ pub fn assign_dedicated_scheduler(submission: &mut Submission, schedd_name: &str
 }
 
 /// A description of the first job whose universe Skua cannot run yet (everything but vanilla
-/// without a container image), or `None` when every job is a plain vanilla job. The dry run
+/// without a container image and parallel), or `None` when every job can run. The dry run
 /// shows such jobs as HTCondor would; a real submission should refuse them with this message.
 pub fn unsupported_universe(submission: &Submission) -> Option<String> {
     for job in submission.jobs() {
@@ -233,16 +233,14 @@ pub fn unsupported_universe(submission: &Submission) -> Option<String> {
             universe::SCHEDULER => "scheduler",
             universe::GRID => "grid",
             universe::JAVA => "java",
-            // Built as condor_submit builds them, but refused by a real submission until
-            // the schedd starts a parallel job's nodes (the dedicated scheduler): run as a
-            // plain job, its `$(Node)` placeholders would stay and it would get one machine.
-            universe::PARALLEL => "parallel",
+            // The schedd's dedicated scheduler runs a parallel job's nodes.
+            universe::PARALLEL => continue,
             universe::LOCAL => "local",
             universe::VM => "vm",
             _ => "unknown",
         };
         return Some(format!(
-            "the {name} universe is not supported yet (only vanilla jobs can run)"
+            "the {name} universe is not supported yet (only vanilla and parallel jobs can run)"
         ));
     }
     None

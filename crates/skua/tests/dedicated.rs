@@ -138,3 +138,153 @@ fn parallel_jobs_wait_for_the_dedicated_scheduler_and_say_why() {
     let why = pool.ok(&["q", "-better-analyze", &format!("{small}.0")]);
     assert!(why.contains(&format!("behind parallel job {big}")), "{why}");
 }
+
+/// HTCondor's reader of the user log, printing JSON.
+const READ_USERLOG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../skua-queue/tests/read_userlog.py"
+);
+
+/// A pool of `slots` dedicated slots whose schedd is the dedicated
+/// scheduler they name (submit writes `DedicatedScheduler@<SCHEDD_NAME>`).
+fn dedicated_pool(name: &str, slots: &str, extra: &[(&str, &str)]) -> Pool {
+    let start = "(Scheduler =?= $(DedicatedScheduler)) || (TARGET.JobUniverse =!= 11)";
+    let ds = format!("\"{DS}\"");
+    let mut env = vec![
+        ("_CONDOR_SCHEDD_NAME", "dedicated-test.example"),
+        ("_CONDOR_DedicatedScheduler", ds.as_str()),
+        ("_CONDOR_STARTD_ATTRS", "DedicatedScheduler"),
+        ("_CONDOR_START", start),
+        ("_CONDOR_RANK", "Scheduler =?= $(DedicatedScheduler)"),
+        ("_CONDOR_SUSPEND", "False"),
+        ("_CONDOR_WANT_SUSPEND", "False"),
+        ("_CONDOR_PREEMPT", "False"),
+    ];
+    env.extend_from_slice(extra);
+    job_pool(name, slots, &env)
+}
+
+/// A node's program: says who it is, marks itself up in the job's
+/// `RemoteSpoolDir` (shared by the nodes here: one host), waits until
+/// every node is up (so the nodes ran at once), then exits; node 0 last,
+/// with status 7.
+const NODE_SH: &str = r#"#!/bin/sh
+echo "node $_CONDOR_PROCNO of $_CONDOR_NPROCS arg $1 hosts $SKUA_PARALLEL_HOSTS"
+touch "$_CONDOR_REMOTE_SPOOL_DIR/up.$_CONDOR_PROCNO"
+i=0
+while [ "$(ls "$_CONDOR_REMOTE_SPOOL_DIR" | grep -c '^up\.')" -lt "$_CONDOR_NPROCS" ]; do
+  i=$((i+1)); [ $i -gt 600 ] && { echo "not all up"; exit 1; }
+  sleep 0.1
+done
+echo "all $_CONDOR_NPROCS up"
+if [ "$_CONDOR_PROCNO" = 0 ]; then sleep 1; exit 7; fi
+exit 0
+"#;
+
+fn write_node_sh(work: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = work.join("node.sh");
+    std::fs::write(&path, NODE_SH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The event types of `log` as HTCondor's own reader reads them, or `None`
+/// when python3 or htcondor2 is missing.
+fn htcondor_event_types(log: &std::path::Path) -> Option<Vec<(String, i64)>> {
+    let out = std::process::Command::new("python3")
+        .arg(READ_USERLOG)
+        .arg(log)
+        .output()
+        .ok()?;
+    if out.status.code() == Some(3) {
+        eprintln!("\n!!!!!!!! SKIPPED: htcondor2 is not installed; the user log was NOT read with HTCondor's reader !!!!!!!!\n");
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "HTCondor's reader failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    Some(
+        got.iter()
+            .map(|e| {
+                let node = e["attrs"]["Node"].as_i64().unwrap_or(-1);
+                (e["type"].as_str().unwrap_or("").to_string(), node)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn a_three_node_job_runs_its_nodes_at_once_and_ends_with_node_0() {
+    let pool = dedicated_pool("dedicated-run", "3", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    write_node_sh(&work);
+    let cluster = pool.submit_job(
+        &work,
+        "universe = parallel\nmachine_count = 3\nexecutable = node.sh\narguments = $(Node)\n\
+         output = out.$(Node)\nerror = err.$(Node)\nlog = job.log\nrequest_disk = 1024\nqueue\n",
+    );
+    wait_for(
+        "the parallel job to finish",
+        Duration::from_secs(90),
+        || {
+            pool.skua(&["q", &cluster, "-af", "ClusterId"])
+                .stdout
+                .is_empty()
+        },
+    );
+    // the job's exit is node 0's
+    let done = pool.ok(&["history", &cluster, "-af", "JobStatus", "ExitCode"]);
+    assert_eq!(done.trim(), "4 7", "{done}\n{}", pool.logs());
+    // every node's output came back under its own name, and every node saw
+    // the others up at the same time
+    for k in 0..3 {
+        let out = std::fs::read_to_string(work.join(format!("out.{k}"))).unwrap_or_default();
+        assert!(
+            out.starts_with(&format!("node {k} of 3 arg {k} hosts ")),
+            "node {k}: {out}\n{}",
+            pool.logs()
+        );
+        assert!(out.contains("all 3 up"), "node {k}: {out}");
+    }
+    // the job's spool directory is gone with the job
+    let spool = pool.dir.join(format!("spool/parallel/{cluster}"));
+    wait_for(
+        "the job's spool directory to be removed",
+        Duration::from_secs(10),
+        || !spool.exists(),
+    );
+    // the user log: 000, 001, 014 per node, 015 per node, 005
+    let log = work.join("job.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let count = |head: &str| text.lines().filter(|l| l.starts_with(head)).count();
+    assert_eq!(count("000 "), 1, "{text}");
+    assert_eq!(count("001 "), 1, "{text}");
+    assert_eq!(count("014 "), 3, "{text}");
+    assert_eq!(count("015 "), 3, "{text}");
+    assert_eq!(count("005 "), 1, "{text}");
+    for k in 0..3 {
+        assert!(
+            text.contains(&format!("Node {k} executing on host: ")),
+            "{text}"
+        );
+    }
+    if let Some(events) = htcondor_event_types(&log) {
+        let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(types.first(), Some(&"SUBMIT"), "{types:?}");
+        assert_eq!(types.last(), Some(&"JOB_TERMINATED"), "{types:?}");
+        let n = |t: &str| types.iter().filter(|x| **x == t).count();
+        assert_eq!(n("NODE_EXECUTE"), 3, "{types:?}");
+        assert_eq!(n("NODE_TERMINATED"), 3, "{types:?}");
+        let mut nodes: Vec<i64> = events
+            .iter()
+            .filter(|(t, _)| t == "NODE_EXECUTE")
+            .map(|(_, n)| *n)
+            .collect();
+        nodes.sort_unstable();
+        assert_eq!(nodes, vec![0, 1, 2], "{events:?}");
+    }
+}
