@@ -931,23 +931,34 @@ pub(crate) async fn node_exit(st: &Shared, x: &JobExit) -> Option<Result<(), Str
         user_secs: x.usage.user_cpu_secs as i64,
         sys_secs: x.usage.sys_cpu_secs as i64,
     };
-    let by_itself = matches!(
-        x.outcome,
-        RunOutcome::Exited { .. } | RunOutcome::Signaled { .. }
-    );
+    // A node that exits is done; one killed by a signal (not by us: the
+    // nodes we stop report an eviction) is a lost node, as are the other
+    // ends: every node stops and the job runs again from the start.
     let mut result = Ok(());
-    if by_itself {
-        result = node_ended(st, cluster, node, &x.outcome, usage).await;
-    } else if let RunOutcome::Failed { reason, .. } | RunOutcome::Evicted { reason } = &x.outcome {
-        lose(st, cluster, node, reason).await;
-    } else if let RunOutcome::Held { reason, .. } = &x.outcome {
-        lose(st, cluster, node, reason).await;
+    match &x.outcome {
+        RunOutcome::Exited { .. } => {
+            result = node_ended(st, cluster, node, &x.outcome, usage).await;
+        }
+        RunOutcome::Signaled { signal, .. } => {
+            lose(
+                st,
+                cluster,
+                node,
+                &format!("its process was killed by signal {signal}"),
+            )
+            .await;
+        }
+        RunOutcome::Failed { reason, .. }
+        | RunOutcome::Evicted { reason }
+        | RunOutcome::Held { reason, .. } => lose(st, cluster, node, reason).await,
     }
+    let reusable = matches!(
+        x.outcome,
+        RunOutcome::Exited { .. } | RunOutcome::Signaled { .. } | RunOutcome::Failed { .. }
+    );
     st.shadows.remember_finished(&x.claim_id, job);
     if let Some(tx) = done {
-        let _ = tx.send(RunResult::Reported {
-            reusable: by_itself || matches!(x.outcome, RunOutcome::Failed { .. }),
-        });
+        let _ = tx.send(RunResult::Reported { reusable });
     }
     st.changed.notify_one();
     Some(result)

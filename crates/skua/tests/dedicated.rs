@@ -288,3 +288,202 @@ fn a_three_node_job_runs_its_nodes_at_once_and_ends_with_node_0() {
         assert_eq!(nodes, vec![0, 1, 2], "{events:?}");
     }
 }
+
+/// Waits until `job` has left the queue; its (JobStatus, ExitCode) in the
+/// history.
+fn wait_done(pool: &Pool, job: &str, secs: u64) -> String {
+    wait_for(
+        &format!("job {job} to finish"),
+        Duration::from_secs(secs),
+        || pool.skua(&["q", job, "-af", "ClusterId"]).stdout.is_empty(),
+    );
+    pool.ok(&["history", job, "-af", "JobStatus", "ExitCode"])
+        .trim()
+        .to_string()
+}
+
+/// A node that, on the job's first run, records its pid and sleeps (the
+/// test kills one of them); on a later run (the test leaves `again` in the
+/// job's spool directory) it says so and exits.
+const SLEEPY_NODE_SH: &str = r#"#!/bin/sh
+if [ -e "$_CONDOR_REMOTE_SPOOL_DIR/again" ]; then
+  echo "node $_CONDOR_PROCNO ran again"
+  exit 0
+fi
+echo $$ > "$_CONDOR_REMOTE_SPOOL_DIR/pid.$_CONDOR_PROCNO"
+exec sleep 300
+"#;
+
+#[test]
+fn killing_one_node_stops_every_node_and_the_job_runs_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let pool = dedicated_pool("dedicated-kill", "3", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = work.join("node.sh");
+    std::fs::write(&path, SLEEPY_NODE_SH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cluster = pool.submit_job(
+        &work,
+        "universe = parallel\nmachine_count = 3\nexecutable = node.sh\n\
+         output = out.$(Node)\nlog = job.log\nrequest_disk = 1024\nqueue\n",
+    );
+    let spool = pool.dir.join(format!("spool/parallel/{cluster}"));
+    wait_for("every node to run", Duration::from_secs(60), || {
+        (0..3).all(|k| spool.join(format!("pid.{k}")).exists())
+    });
+    let row = pool.ok(&["q", &cluster, "-af", "JobStatus", "CurrentHosts"]);
+    assert_eq!(row.trim(), "2 3", "{row}");
+    let pids: Vec<String> = (0..3)
+        .map(|k| {
+            std::fs::read_to_string(spool.join(format!("pid.{k}")))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    std::fs::write(spool.join("again"), "").unwrap();
+    // node 1's process dies
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pids[1]])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // every other node stops, the job runs again from the start and ends
+    let done = wait_done(&pool, &cluster, 90);
+    assert_eq!(done, "4 0", "{}", pool.logs());
+    for pid in [&pids[0], &pids[2]] {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .map(|c| !c.contains("sleep"))
+                    .unwrap_or(true),
+            "node process {pid} still runs"
+        );
+    }
+    for k in 0..3 {
+        let out = std::fs::read_to_string(work.join(format!("out.{k}"))).unwrap_or_default();
+        assert_eq!(out.trim(), format!("node {k} ran again"), "{}", pool.logs());
+    }
+    let text = std::fs::read_to_string(work.join("job.log")).unwrap();
+    let count = |head: &str| text.lines().filter(|l| l.starts_with(head)).count();
+    // two runs of the whole job: the first one evicted
+    assert_eq!(count("001 "), 2, "{text}");
+    assert_eq!(count("014 "), 6, "{text}");
+    assert_eq!(count("004 "), 1, "{text}");
+    assert_eq!(count("005 "), 1, "{text}");
+}
+
+/// A job that runs until `release` appears in its directory.
+const UNTIL_SH: &str = r#"#!/bin/sh
+while [ ! -e "$1" ]; do sleep 0.2; done
+exit 0
+"#;
+
+#[test]
+fn fifo_a_big_job_at_the_head_starts_before_later_small_ones() {
+    use std::os::unix::fs::PermissionsExt;
+    let pool = dedicated_pool("dedicated-fifo", "3", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = work.join("until.sh");
+    std::fs::write(&path, UNTIL_SH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gate = work.join("release");
+    let sub = |nodes: u32, name: &str| {
+        let dir = work.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        pool.submit_job(
+            &dir,
+            &format!(
+                "universe = parallel\nmachine_count = {nodes}\nexecutable = {}\narguments = {}\n\
+                 log = job.log\nrequest_disk = 1024\nshould_transfer_files = NO\nqueue\n",
+                path.display(),
+                gate.display()
+            ),
+        )
+    };
+    // two of the three slots run a job that waits for the gate
+    let first = sub(2, "first");
+    wait_for("the first job to run", Duration::from_secs(60), || {
+        pool.ok(&["q", &first, "-af", "JobStatus"]).trim() == "2"
+    });
+    // a 3-node job at the head, then a 1-node job that would fit the free slot
+    let big = sub(3, "big");
+    let small = sub(1, "small");
+    // several passes later the small job still waits behind the big one
+    pool.wait_for_cycles(
+        "cycles with the big job waiting",
+        3,
+        Duration::from_secs(30),
+        |_| true,
+    );
+    let row = pool.ok(&["q", &small, "-af", "JobStatus"]);
+    assert_eq!(row.trim(), "1", "the small job ran ahead of the FIFO head");
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(wait_done(&pool, &first, 60), "4 0");
+    assert_eq!(wait_done(&pool, &big, 60), "4 0");
+    assert_eq!(wait_done(&pool, &small, 60), "4 0");
+    let started = |c: &str| -> i64 {
+        pool.ok(&["history", c, "-af", "JobStartDate"])
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(started(&big) <= started(&small), "{}", pool.logs());
+}
+
+#[test]
+fn backfill_runs_on_idle_dedicated_claims_and_is_evicted_for_a_parallel_job() {
+    use std::os::unix::fs::PermissionsExt;
+    let pool = dedicated_pool("dedicated-backfill", "2", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = work.join("until.sh");
+    std::fs::write(&path, UNTIL_SH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // a parallel job leaves both slots claimed by the dedicated scheduler
+    let pdir = work.join("p1");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let p1 = pool.submit_job(
+        &pdir,
+        "universe = parallel\nmachine_count = 2\nexecutable = /bin/true\n\
+         request_disk = 1024\nqueue\n",
+    );
+    assert_eq!(wait_done(&pool, &p1, 60), "4 0");
+    // an ordinary job runs on one of the idle dedicated claims
+    let vdir = work.join("v");
+    std::fs::create_dir_all(&vdir).unwrap();
+    let gate = work.join("never");
+    let vanilla = pool.submit_job(
+        &vdir,
+        &format!(
+            "executable = {}\narguments = {}\nlog = job.log\nrequest_disk = 1024\n\
+             should_transfer_files = NO\nqueue\n",
+            path.display(),
+            gate.display()
+        ),
+    );
+    wait_for("the backfill job to run", Duration::from_secs(60), || {
+        pool.ok(&["q", &vanilla, "-af", "JobStatus"]).trim() == "2"
+    });
+    // a parallel job needing both slots takes the claim back and runs
+    let p2dir = work.join("p2");
+    std::fs::create_dir_all(&p2dir).unwrap();
+    let p2 = pool.submit_job(
+        &p2dir,
+        "universe = parallel\nmachine_count = 2\nexecutable = /bin/true\n\
+         log = job.log\nrequest_disk = 1024\nqueue\n",
+    );
+    assert_eq!(wait_done(&pool, &p2, 60), "4 0", "{}", pool.logs());
+    let text = std::fs::read_to_string(vdir.join("job.log")).unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with("004 ")),
+        "the backfill job was not evicted: {text}"
+    );
+    wait_for(
+        "the backfill job to run again",
+        Duration::from_secs(60),
+        || pool.ok(&["q", &vanilla, "-af", "JobStatus"]).trim() == "2",
+    );
+}
