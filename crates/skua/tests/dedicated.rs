@@ -487,3 +487,111 @@ fn backfill_runs_on_idle_dedicated_claims_and_is_evicted_for_a_parallel_job() {
         || pool.ok(&["q", &vanilla, "-af", "JobStatus"]).trim() == "2",
     );
 }
+
+/// A node across hosts: on the job's first run (no `JobRunCount` yet in
+/// its ad) it says where it runs and sleeps; on a later run it says so and
+/// exits.
+const HOST_NODE_SH: &str = r#"#!/bin/sh
+if grep -Eq 'JobRunCount *= *[1-9]' "$_CONDOR_JOB_AD"; then
+  echo "node $_CONDOR_PROCNO of $_CONDOR_NPROCS ran again on $(hostname)"
+  exit 0
+fi
+echo "node $_CONDOR_PROCNO on $(hostname)" >> "$1"
+exec sleep 300
+"#;
+
+#[test]
+fn a_job_across_three_hosts_restarts_whole_when_one_host_crashes() {
+    use common::multihost::{chown_to_submitter, MultiPool, Role};
+    use std::os::unix::fs::PermissionsExt;
+    const CM: Role = Role::CentralManager;
+    const SUBMIT: Role = Role::Submit;
+    const EXEC: Role = Role::Execute;
+    let mut pool = MultiPool::new(
+        "dedicated-hosts",
+        &[&[CM], &[SUBMIT], &[EXEC], &[EXEC], &[EXEC]],
+        &[],
+    );
+    // every execute host is dedicated to the submit host's schedd
+    let ds = format!("\"DedicatedScheduler@{}\"", pool.hosts.name(2));
+    pool.add_knob("DedicatedScheduler", &ds);
+    pool.add_knob("STARTD_ATTRS", "DedicatedScheduler");
+    pool.add_knob(
+        "START",
+        "(Scheduler =?= $(DedicatedScheduler)) || (TARGET.JobUniverse =!= 11)",
+    );
+    pool.add_knob("RANK", "Scheduler =?= $(DedicatedScheduler)");
+    pool.add_knob("SUSPEND", "False");
+    pool.add_knob("WANT_SUSPEND", "False");
+    pool.add_knob("PREEMPT", "False");
+    pool.join_all(&[]);
+    pool.wait_ready();
+
+    let dir = pool.work_dir("hosts");
+    let script = dir.join("node.sh");
+    std::fs::write(&script, HOST_NODE_SH).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    chown_to_submitter(&script);
+    let runs = dir.join("runs");
+    // one node on each execute host (a section per node)
+    let mut text = format!(
+        "universe = parallel\nexecutable = node.sh\narguments = {}\noutput = out.$(Node)\n\
+         log = job.log\nshould_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\n\
+         request_disk = 1024\nmachine_count = 1\njob_lease_duration = 6\n",
+        runs.display()
+    );
+    for h in 3..=5 {
+        text.push_str(&format!(
+            "requirements = Machine == \"{}\"\nqueue\n",
+            pool.hosts.name(h)
+        ));
+    }
+    let cluster = pool.submit(&dir, &text);
+    let started = || std::fs::read_to_string(&runs).unwrap_or_default();
+    pool.wait_for("every node running", 60, || started().lines().count() == 3);
+    let mut hosts: Vec<String> = started()
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect();
+    hosts.sort();
+    let want: Vec<String> = (3..=5).map(|h| pool.hosts.name(h)).collect();
+    assert_eq!(hosts, want, "{}", started());
+    let row = pool.q(&[&cluster, "-af", "JobStatus", "RemoteHosts"]);
+    assert!(row.starts_with("2 "), "{row}");
+
+    // host 5 dies: once the node's lease is over (the schedd waits that
+    // long for it to come back), every node stops and the job goes back to
+    // idle
+    pool.hosts.crash(5);
+    pool.wait_for("the job back to idle", 60, || {
+        pool.q(&[&format!("{cluster}.0"), "-af", "JobStatus"])
+            .trim()
+            == "1"
+    });
+    for h in [3, 4] {
+        pool.wait_for(&format!("no node left on host {h}"), 30, || {
+            pool.hosts.pids(h).iter().all(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .map(|c| !c.starts_with("sleep\0300"))
+                    .unwrap_or(true)
+            })
+        });
+    }
+    // the host comes back; the job runs again on all three and completes
+    pool.start_host(5);
+    pool.wait_for("the job done", 120, || {
+        pool.q(&[&cluster, "-af", "ClusterId"]).trim().is_empty()
+    });
+    for k in 0..3 {
+        let out = std::fs::read_to_string(dir.join(format!("out.{k}"))).unwrap_or_default();
+        assert!(
+            out.starts_with(&format!("node {k} of 3 ran again on ")),
+            "node {k}: {out}\n{}",
+            pool.logs()
+        );
+    }
+    let log = std::fs::read_to_string(dir.join("job.log")).unwrap();
+    let count = |head: &str| log.lines().filter(|l| l.starts_with(head)).count();
+    assert_eq!(count("014 "), 6, "{log}");
+    assert!(count("005 ") >= 1, "{log}");
+}
