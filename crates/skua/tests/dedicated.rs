@@ -572,7 +572,7 @@ fn a_job_across_three_hosts_restarts_whole_when_one_host_crashes() {
         pool.wait_for(&format!("no node left on host {h}"), 30, || {
             pool.hosts.pids(h).iter().all(|pid| {
                 std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                    .map(|c| !c.starts_with("sleep\0300"))
+                    .map(|c| !c.starts_with("sleep\x00300"))
                     .unwrap_or(true)
             })
         });
