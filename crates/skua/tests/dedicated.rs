@@ -595,3 +595,38 @@ fn a_job_across_three_hosts_restarts_whole_when_one_host_crashes() {
     assert_eq!(count("014 "), 6, "{log}");
     assert!(count("005 ") >= 1, "{log}");
 }
+
+/// Node 0 exits at once; the others a moment later, each with its number
+/// as exit status.
+const STAGGERED_SH: &str = r#"#!/bin/sh
+[ "$_CONDOR_PROCNO" = 0 ] || sleep 2
+echo "node $_CONDOR_PROCNO done"
+exit "$_CONDOR_PROCNO"
+"#;
+
+#[test]
+fn wait_for_all_ends_the_job_when_every_node_has_exited() {
+    use std::os::unix::fs::PermissionsExt;
+    let pool = dedicated_pool("dedicated-waitall", "3", &[]);
+    let work = pool.home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = work.join("node.sh");
+    std::fs::write(&path, STAGGERED_SH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cluster = pool.submit_job(
+        &work,
+        "universe = parallel\nmachine_count = 3\nexecutable = node.sh\n\
+         +ParallelShutdownPolicy = \"WAIT_FOR_ALL\"\n\
+         output = out.$(Node)\nlog = job.log\nrequest_disk = 1024\nqueue\n",
+    );
+    // node 0's exit does not end the job: the others finish their work
+    assert_eq!(wait_done(&pool, &cluster, 60), "4 0", "{}", pool.logs());
+    for k in 0..3 {
+        let out = std::fs::read_to_string(work.join(format!("out.{k}"))).unwrap_or_default();
+        assert_eq!(out.trim(), format!("node {k} done"), "{}", pool.logs());
+    }
+    let text = std::fs::read_to_string(work.join("job.log")).unwrap();
+    let count = |head: &str| text.lines().filter(|l| l.starts_with(head)).count();
+    assert_eq!(count("015 "), 3, "{text}");
+    assert_eq!(count("005 "), 1, "{text}");
+}
