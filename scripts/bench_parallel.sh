@@ -51,6 +51,11 @@ M="$DIR/work/marks"
 cat > node.sh <<EOF
 #!/bin/sh
 : > "$M/\${_CONDOR_PROCNO:-0}"
+# node 0's exit ends the job: every node waits until all have started
+i=0
+while [ "\$(ls "$M" | wc -l)" -lt "\${_CONDOR_NPROCS:-1}" ] && [ \$i -lt 3000 ]; do
+    i=\$((i + 1)); sleep 0.01
+done
 EOF
 chmod 755 node.sh
 
@@ -69,7 +74,12 @@ submit_and_time() {
         "$1" "$count" "$DIR/work" > job.sub
     t0=$(now)
     cluster=$(as_user "$SKUA" submit job.sub | sed -n 's/.*cluster \([0-9]*\)\./\1/p')
-    while [ "$(ls "$M" | wc -l)" -lt "$2" ]; do sleep 0.005; done
+    [ -n "$cluster" ] || { echo "the submission failed" >&2; exit 1; }
+    i=0
+    while [ "$(ls "$M" | wc -l)" -lt "$2" ]; do
+        i=$((i + 1)); [ $i -lt 2000 ] || { echo "job $cluster: not all nodes ran" >&2; grep -v DEBUG "$DIR"/pool/log/Sched* | tail -40 >&2; exit 1; }
+        sleep 0.005
+    done
     t1=$(now)
     while [ -n "$("$SKUA" q "$cluster" -af ProcId | head -1)" ]; do sleep 0.05; done
     echo "$t0 $t1" | awk '{ printf "%.3f\n", $2 - $1 }'

@@ -329,9 +329,12 @@ async fn claim_task(
                     st.shadows.dedicated.state().node_of.remove(&info.claim_id);
                     let usable = match outcome {
                         Ok(()) => true,
-                        // a node stopped on purpose: the claim stays if the
-                        // startd still holds it
-                        Err(ShadowError::Stopped(_)) => claim_idle(&startd, &info.claim_id).await,
+                        // a node stopped on purpose (or whose starter went
+                        // when it was stopped): the claim stays if the
+                        // startd still holds it, idle
+                        Err(ShadowError::Stopped(_) | ShadowError::Lost(_)) => {
+                            claim_idle(&startd, &info.claim_id).await
+                        }
                         Err(e) => {
                             tracing::info!("dedicated claim on {slot} (node {node}): {e}");
                             false

@@ -369,7 +369,9 @@ fn killing_one_node_stops_every_node_and_the_job_runs_again() {
     let count = |head: &str| text.lines().filter(|l| l.starts_with(head)).count();
     // two runs of the whole job: the first one evicted
     assert_eq!(count("001 "), 2, "{text}");
-    assert_eq!(count("014 "), 6, "{text}");
+    // (a node of the second run that has not reported its start when node
+    // 0 ends the job gets no 014)
+    assert!(count("014 ") >= 4, "{text}");
     assert_eq!(count("004 "), 1, "{text}");
     assert_eq!(count("005 "), 1, "{text}");
 }
