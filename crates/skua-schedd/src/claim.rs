@@ -477,7 +477,7 @@ pub(crate) async fn claim_task<Q: ClaimQueue, S: Startd>(
 
 /// Asks the startd for the claim until it grants it, refuses it, or the
 /// slot is still not ready after `REQUEST_CLAIM_TIMEOUT`.
-async fn claim<S: Startd>(
+pub(crate) async fn claim<S: Startd>(
     shadows: &Shadows,
     startd: &S,
     info: &MatchInfo,
@@ -533,7 +533,7 @@ async fn wait_until_idle<S: Startd>(
 /// Runs `job` under the claim, keeping it alive every `interval` (lowered
 /// for a job with a shorter lease). `Err`: the claim is no longer usable.
 #[allow(clippy::too_many_arguments)]
-async fn run_one<Q: ClaimQueue, S: Startd>(
+pub(crate) async fn run_one<Q: ClaimQueue, S: Startd>(
     shadows: &Shadows,
     queue: &Q,
     startd: &S,

@@ -183,6 +183,7 @@ async fn submit(
         );
         st.changed.notify_one();
         st.reschedule.notify_one();
+        st.shadows.dedicated.wake.notify_one();
     }
     Ok(Json(SubmitReply {
         cluster: done.cluster,
@@ -531,6 +532,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
     shadows.checkpoint_root = settings.checkpoint_root.clone();
     shadows.ssh_to_job = expr_knob(&ctx, "SCHEDD_ENABLE_SSH_TO_JOB")?;
     shadows.transfers = crate::xferq::Transfers::new(crate::xferq::limits_from(&ctx)?);
+    crate::dedicated::configure(&ctx, &shadows.dedicated, &name)?;
     let shadows = Arc::new(shadows);
     // the runs to reconnect to are known before the starters can call
     let (reconnects, releases) = crate::lease::split_interrupted(&schedd, &shadows);
@@ -634,6 +636,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
         .send(move |q| q.schedd.set_submit_host(&submit_host));
     crate::lease::start_reconnects(&shared, reconnects);
     crate::lease::release_interrupted(&shared, releases).await;
+    tokio::spawn(crate::dedicated::run(shared.clone()));
 
     let periodic = Duration::from_secs(skua_daemon::context::knob_u64(
         &ctx.config,
@@ -681,7 +684,7 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
             let (n, u, a) = (name.clone(), ctx.uid_domain.clone(), sinful.clone());
             let counted =
                 with_schedd(&shared, move |s| Ok(counts_ads(s, header, &n, &u, &a))).await;
-            let (ad, submitters) = match counted {
+            let (ad, mut submitters) = match counted {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!("counting jobs for the ads: {}", e.0.message);
@@ -689,6 +692,11 @@ pub async fn serve(ctx: DaemonContext, mut shutdown: watch::Receiver<bool>) -> a
                 }
             };
             crate::local_univ::start_due(&shared, &start_knobs, ad.clone(), &sinful).await;
+            if let Some((n, s)) =
+                crate::dedicated::submitter_ad(&shared, &name, &ctx.uid_domain, &sinful)
+            {
+                submitters.insert(n, s);
+            }
             if let Err(e) = scheduler_adv.send(&ad).await {
                 tracing::debug!("advertising the Scheduler ad: {e}");
             }

@@ -30,12 +30,16 @@
 //!   transfer_data`) and their per-job spool directories.
 //! - `local_univ.rs`: the scheduler and local universes (jobs the schedd
 //!   runs itself on the submit host, as their owner).
+//! - `dedicated.rs`: the dedicated scheduler's shell (negotiating as
+//!   `DedicatedScheduler`, holding claims, starting parallel jobs' nodes,
+//!   whole-job restart).
 
 mod async_output;
 pub mod checkpoint;
 pub mod chirp;
 mod claim;
 pub mod daemon;
+mod dedicated;
 mod evicted;
 mod job_access;
 mod lease;

@@ -20,6 +20,11 @@ pub(crate) async fn resource_requests(
     Json(req): Json<ResourceRequests>,
 ) -> Result<Json<ResourceRequestsReply>, ApiError> {
     let owner = owner_of(&req.submitter).to_string();
+    if owner == crate::dedicated::SUBMITTER_OWNER {
+        return Ok(Json(ResourceRequestsReply {
+            requests: crate::dedicated::resource_requests(&st),
+        }));
+    }
     let now = st.clock.now_secs();
     let groups = with_queue(&st, move |q| {
         Ok(q.schedd
@@ -48,6 +53,10 @@ pub(crate) async fn matches(
     for info in m.matches {
         let slot_ad = parse_ad(&info.slot_ad)
             .map_err(|e| ApiError::bad_request(format!("slot ad of {}: {e}", info.slot)))?;
+        if owner == crate::dedicated::SUBMITTER_OWNER {
+            crate::dedicated::matched(&st, info, slot_ad);
+            continue;
+        }
         let owner2 = owner.clone();
         let autocluster = info.autocluster;
         let slot_ad2 = slot_ad.clone();

@@ -188,6 +188,8 @@ pub(crate) struct Shadows {
     commit_lanes: Mutex<HashMap<JobId, CommitLane>>,
     /// The transfer queue (`xferq.rs`).
     pub transfers: crate::xferq::Transfers,
+    /// The dedicated scheduler's claims and running parallel jobs.
+    pub dedicated: crate::dedicated::Dedicated,
 }
 
 /// A job's checkpoint lane. Each commit answered before its checkpoint
@@ -233,6 +235,7 @@ impl Shadows {
             finished: Mutex::new(std::collections::VecDeque::new()),
             commit_lanes: Mutex::new(HashMap::new()),
             transfers: crate::xferq::Transfers::default(),
+            dedicated: crate::dedicated::Dedicated::default(),
         }
     }
 

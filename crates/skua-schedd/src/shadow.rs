@@ -805,6 +805,11 @@ pub(crate) async fn update(
     State(st): State<Shared>,
     Json(u): Json<JobUpdate>,
 ) -> Result<Json<Ack>, ApiError> {
+    if u.kind == UpdateKind::Executing {
+        if let Some(r) = crate::dedicated::node_update(&st, &u.claim_id).await {
+            return r.map(|()| Json(Ack {})).map_err(ApiError::internal);
+        }
+    }
     let (job, slot, startd) = {
         let mut runs = st.shadows.runs();
         let run = runs.get_mut(&u.claim_id).ok_or_else(unknown_claim)?;
@@ -867,9 +872,13 @@ pub(crate) async fn exit(
         tracing::info!("a repeated exit report under a finished run: acknowledged again");
         return Ok(Json(Ack {}));
     }
+    // a node of a parallel job: the dedicated scheduler decides
+    if let Some(r) = crate::dedicated::node_exit(&st, &x).await {
+        return r.map(|()| Json(Ack {})).map_err(ApiError::internal);
+    }
     // a checkpoint of this run still being made durable is recorded
     // before the run's end (the end's events and accounting count it)
-    let running = st.shadows.runs().get(&x.claim_id).map(|r| r.job);
+    let running = st.shadows.runs().get(&key).map(|r| r.job);
     if let Some(job) = running {
         st.shadows.lane_settled(job).await;
     }

@@ -212,7 +212,8 @@ pub fn assign_dedicated_scheduler(submission: &mut Submission, schedd_name: &str
 }
 
 /// A description of the first job whose universe Skua cannot run yet (everything but vanilla
-/// without a container image, scheduler and local), or `None` when Skua can run every job. The dry run
+/// without a container image, parallel, scheduler and local), or `None` when Skua can run
+/// every job. The dry run
 /// shows such jobs as HTCondor would; a real submission should refuse them with this message.
 pub fn unsupported_universe(submission: &Submission) -> Option<String> {
     for job in submission.jobs() {
@@ -234,15 +235,13 @@ pub fn unsupported_universe(submission: &Submission) -> Option<String> {
             universe::SCHEDULER | universe::LOCAL => continue,
             universe::GRID => "grid",
             universe::JAVA => "java",
-            // Built as condor_submit builds them, but refused by a real submission until
-            // the schedd starts a parallel job's nodes (the dedicated scheduler): run as a
-            // plain job, its `$(Node)` placeholders would stay and it would get one machine.
-            universe::PARALLEL => "parallel",
+            // The schedd's dedicated scheduler runs a parallel job's nodes.
+            universe::PARALLEL => continue,
             universe::VM => "vm",
             _ => "unknown",
         };
         return Some(format!(
-            "the {name} universe is not supported yet (Skua runs vanilla, scheduler and local universe jobs)"
+            "the {name} universe is not supported yet (Skua runs vanilla, parallel, scheduler and local universe jobs)"
         ));
     }
     None

@@ -120,6 +120,13 @@ impl MultiPool {
         pool
     }
 
+    /// Adds a knob for every host (before they start): for values that
+    /// name the hosts, known once they are made.
+    #[allow(dead_code)]
+    pub fn add_knob(&mut self, knob: &str, value: &str) {
+        self.knobs.push((knob.to_string(), value.to_string()));
+    }
+
     /// The `--role` argument of host `i`.
     fn role_arg(&self, i: usize) -> String {
         self.roles[i - 1]
