@@ -287,16 +287,17 @@ async fn claim_task(
         id_of(&request_ad, "ClusterId"),
         id_of(&request_ad, "ProcId"),
     );
-    let slot = match claim::claim(&shadows, &startd, &info, &request, for_job).await {
+    let (slot, slot_ad) = match claim::claim(&shadows, &startd, &info, &request, for_job).await {
         Ok(r) => {
+            let parsed = parse_ad(&r.slot_ad).ok();
             let mut s = st.shadows.dedicated.state();
             if let Some(h) = s.claims.get_mut(&info.claim_id) {
-                if let Ok(ad) = parse_ad(&r.slot_ad) {
-                    h.slot_ad = ad;
+                if let Some(ad) = &parsed {
+                    h.slot_ad = ad.clone();
                 }
                 h.slot = r.slot.clone();
             }
-            r.slot
+            (r.slot, parsed.unwrap_or_default())
         }
         Err(e) => {
             tracing::info!("dedicated claim of {} failed: {e}", info.slot);
@@ -325,7 +326,7 @@ async fn claim_task(
                 None | Some(Cmd::Release) => break,
                 Some(Cmd::Run { job, node, ad }) => {
                     let q = NodeQueue { st: st.clone(), claim_id: info.claim_id.clone(), ad };
-                    let outcome = claim::run_one(&shadows, &q, &startd, &info, &slot, &addr, job, &mut interval).await;
+                    let outcome = claim::run_one(&shadows, &q, &startd, &info, &slot, &addr, job, &slot_ad, &mut interval).await;
                     st.shadows.dedicated.state().node_of.remove(&info.claim_id);
                     let usable = match outcome {
                         Ok(()) => true,
@@ -348,7 +349,7 @@ async fn claim_task(
                 }
                 Some(Cmd::Backfill { job }) => {
                     tracing::info!("backfill: job {job} runs on the idle dedicated claim of {slot}");
-                    let outcome = claim::run_one(&shadows, &st, &startd, &info, &slot, &addr, job, &mut interval).await;
+                    let outcome = claim::run_one(&shadows, &st, &startd, &info, &slot, &addr, job, &slot_ad, &mut interval).await;
                     st.done_with(job);
                     let usable = match outcome {
                         Ok(()) => true,
@@ -423,7 +424,9 @@ impl ClaimQueue for NodeQueue {
         _slot: &str,
         _claim_id: &str,
         _startd_addr: &str,
+        _slot_ad: &ClassAd,
     ) -> Result<Option<ClassAd>, ShadowError> {
+        // (a node's `$$()` is not expanded yet: docs/parallel.md)
         Ok(Some(self.ad.clone()))
     }
 
