@@ -19,6 +19,7 @@ mod q_source;
 mod queue_cmd;
 mod startd_cmd;
 mod status_fmt;
+mod submit_checks;
 mod submit_cmd;
 mod table;
 mod tools_cmd;

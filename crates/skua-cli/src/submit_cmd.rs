@@ -25,6 +25,9 @@ pub struct SubmitArgs {
     /// A submit command to add just before the first queue statement (repeatable).
     #[arg(short = 'a', long = "append", value_name = "LINE")]
     append: Vec<String>,
+    /// A script executable with CRLF line endings is a warning, not an error.
+    #[arg(long = "allow-crlf-script")]
+    allow_crlf_script: bool,
     /// The submit description file.
     file: String,
     /// Macro definitions `name=value`, made before the file is read.
@@ -48,6 +51,9 @@ pub fn run(args: SubmitArgs) -> ExitCode {
     match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
         Ok(sub) => {
             let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
+            if let Err(e) = file_checks(&sub, args.allow_crlf_script) {
+                return e;
+            }
             print!("{}", crate::ad_output::format_long(&ads, 0));
             ExitCode::SUCCESS
         }
@@ -82,6 +88,9 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
         bail!("{}: {what}", args.file);
+    }
+    if let Err(code) = file_checks(&sub, args.allow_crlf_script) {
+        return Ok(code);
     }
     if sub.clusters.len() > 1 {
         bail!(
@@ -151,6 +160,37 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         reply.jobs, reply.cluster
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// condor_submit's file checks ([`crate::submit_checks`]): prints the warnings, and the
+/// errors with the exit code to end with.
+fn file_checks(sub: &skua_submit::Submission, allow_crlf: bool) -> Result<(), ExitCode> {
+    use crate::submit_checks::{check, CheckMode};
+    let knob_skip = system_config::load(Some("SUBMIT"), None)
+        .ok()
+        .and_then(|c| c.get("SUBMIT_SKIP_FILECHECKS").ok().flatten())
+        .map(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "false" | "no" | "0"))
+        .unwrap_or(true);
+    let mode = match CheckMode::new(sub.skip_filechecks.as_deref(), knob_skip, allow_crlf) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("\nERROR: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    let jobs: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
+    let found = check(&jobs, mode);
+    for w in &found.warnings {
+        eprintln!("\nWARNING: {w}");
+    }
+    for e in &found.errors {
+        eprintln!("\nERROR: {e}");
+    }
+    if found.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ExitCode::from(1))
+    }
 }
 
 /// Seconds to wait before each new attempt when the schedd's answer is lost.

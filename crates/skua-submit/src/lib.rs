@@ -136,6 +136,10 @@ impl SubmitOptions {
 pub struct Submission {
     /// The clusters, in order.
     pub clusters: Vec<ClusterJobs>,
+    /// The value of the `skip_filechecks` command (`true`, `false` or `warn`), when the
+    /// description sets it: the submitting tool's file checks follow it (HTCondor's
+    /// `SUBMIT_SKIP_FILECHECKS` when unset).
+    pub skip_filechecks: Option<String>,
 }
 
 impl Submission {

@@ -72,6 +72,11 @@ pub(crate) fn run(
             cluster_id: opts.cluster_id,
             jobs: r.jobs,
         }],
+        skip_filechecks: r
+            .table
+            .get("skip_filechecks")
+            .map(|d| d.raw.trim().to_string())
+            .filter(|v| !v.is_empty()),
     })
 }
 
