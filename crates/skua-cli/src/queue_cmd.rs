@@ -813,6 +813,9 @@ fn better_analyze(
             &schedd_name,
             &schedd_addr,
         ));
+        out.push_str(&q_fmt::format_undefined(
+            &skua_negotiation::undefined_target_attrs(job, &slots),
+        ));
     }
     if jobs.is_empty() {
         out.push_str("No jobs matched the selection.\n");

@@ -108,6 +108,7 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         println!("Submitting job(s).\n0 job(s) submitted.");
         return Ok(ExitCode::SUCCESS);
     };
+    warn_undefined_attrs(&config, &rt, &cluster.jobs);
     // the attributes every job shares travel once
     let (common, rests) = classad::ClassAd::factor_common(&cluster.jobs);
     let key = submission_key();
@@ -191,6 +192,66 @@ fn file_checks(sub: &skua_submit::Submission, allow_crlf: bool) -> Result<(), Ex
     } else {
         Err(ExitCode::from(1))
     }
+}
+
+/// Warns about attributes the jobs' Requirements need from the machine that no slot in the
+/// pool defines (`Memroy` for `Memory`): the collector's slot ads are asked for once, and
+/// when they cannot be had nothing is said. A warning, never an error: the machine that
+/// defines the attribute may simply not have joined yet.
+fn warn_undefined_attrs(
+    config: &skua_config::Config,
+    rt: &tokio::runtime::Runtime,
+    jobs: &[classad::ClassAd],
+) {
+    let mut distinct = std::collections::BTreeMap::new();
+    for job in jobs {
+        if let Some(req) = job.lookup("Requirements") {
+            distinct
+                .entry(classad::unparse(req))
+                .or_insert_with(|| job.clone());
+        }
+    }
+    if distinct.is_empty() {
+        return;
+    }
+    let slots = match query_slots(config, rt) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(error = %format!("{e:#}"), "no slot ads to check Requirements against");
+            return;
+        }
+    };
+    let mut said = std::collections::BTreeSet::new();
+    for job in distinct.values() {
+        for u in skua_negotiation::undefined_target_attrs(job, &slots) {
+            if said.insert(u.name.to_ascii_lowercase()) {
+                eprintln!("\nWARNING: {}.", crate::q_fmt::undefined_line(&u));
+            }
+        }
+    }
+}
+
+/// The collector's slot ads (a short wait: this is only for a warning).
+fn query_slots(
+    config: &skua_config::Config,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Vec<classad::ClassAd>> {
+    use skua_proto::{routes, Query, QueryReply};
+    let collector =
+        crate::pool_cmd::client_for(config, "COLLECTOR", std::time::Duration::from_secs(5))?;
+    let reply: QueryReply = rt.block_on(collector.command(
+        &routes::COLLECTOR_QUERY,
+        Some(&Query {
+            ad_type: "Machine".into(),
+            constraint: None,
+            projection: Vec::new(),
+        }),
+    ))?;
+    reply
+        .ads
+        .iter()
+        .map(|t| classad::parse_ad(t).context("the collector sent an ad that does not parse"))
+        .collect()
 }
 
 /// Seconds to wait before each new attempt when the schedd's answer is lost.

@@ -496,7 +496,10 @@ fn hard_kill_and_missing_executable() {
             code,
             subcode,
         } => {
-            assert!(reason.contains("Failed to execute '/nonexistent/prog'"), "{reason}");
+            assert!(
+                reason.contains("Failed to execute '/nonexistent/prog'"),
+                "{reason}"
+            );
             assert_eq!((code, subcode), (6, 2), "{reason}");
         }
         other => panic!("{other:?}"),

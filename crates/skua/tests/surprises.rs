@@ -183,3 +183,52 @@ fn files_are_checked_at_submit_and_failures_to_start_hold_with_htcondors_codes()
         "{reason}"
     );
 }
+
+#[test]
+fn an_attribute_no_slot_defines_is_named_at_submit_and_in_better_analyze() {
+    let pool = job_pool("surprises-undef", "1", &[]);
+    let work = scratch("surprises-undef-work");
+    user_dir(&work);
+    let dir: &Path = &work;
+    // an ordinary job: HTCondor's default Requirements draw no warning
+    let out = submit_file(
+        &pool,
+        dir,
+        "plain.sub",
+        "executable = /bin/true\nhold = true\nqueue\n",
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("WARNING"), "{}", stderr(&out));
+    // a misspelt machine attribute: a warning naming it, and the job is queued
+    let out = submit_file(
+        &pool,
+        dir,
+        "typo.sub",
+        "executable = /bin/true\nrequirements = TARGET.Memroy >= 1\nhold = true\nqueue\n",
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "WARNING: The Requirements refer to Memroy, which no slot in the pool defines"
+        ) && err.contains("(did you mean Memory?)"),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let cluster = text
+        .split("cluster ")
+        .nth(1)
+        .and_then(|r| r.trim().strip_suffix('.'))
+        .unwrap()
+        .to_string();
+    let analysis = pool.ok(&["q", "-better-analyze", &format!("{cluster}.0")]);
+    assert!(
+        analysis.contains(
+            "The Requirements refer to Memroy, which no slot in the pool defines: \
+             a clause that needs it never matches (did you mean Memory?)"
+        ),
+        "{analysis}"
+    );
+}
