@@ -124,8 +124,13 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     let mut may_have_arrived = false;
     let reply: SubmitReply = loop {
         // a new client each time: a restarted schedd may have a new address
+        // the jobs themselves may take longer to send than TOOL_TIMEOUT
         let sent =
             crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))
+                .map(|c| {
+                    let label = c.label().to_string();
+                    c.with_label_and_timeout(label, std::time::Duration::from_secs(300))
+                })
                 .map_err(|e| (e, None))
                 .and_then(|client| {
                     rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))

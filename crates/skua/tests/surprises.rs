@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use common::{job_pool, scratch, user_dir, wait_for, Pool};
+use common::{job_pool, kill, pids_of, scratch, user_dir, wait_for, Pool};
 
 fn submit_file(pool: &Pool, dir: &Path, name: &str, text: &str, extra: &[&str]) -> Output {
     std::fs::write(dir.join(name), text).unwrap();
@@ -231,4 +231,32 @@ fn an_attribute_no_slot_defines_is_named_at_submit_and_in_better_analyze() {
         ),
         "{analysis}"
     );
+}
+
+/// Sends SIGCONT to a stopped process when dropped (also when the test fails).
+struct Continue(i32);
+
+impl Drop for Continue {
+    fn drop(&mut self) {
+        kill(self.0, "-CONT");
+    }
+}
+
+#[test]
+fn a_schedd_that_does_not_answer_is_given_up_on_after_tool_timeout() {
+    let pool = job_pool("surprises-timeout", "1", &[("_CONDOR_TOOL_TIMEOUT", "1")]);
+    let schedd = pids_of(&pool, "schedd");
+    assert_eq!(schedd.len(), 1, "{schedd:?}");
+    kill(schedd[0], "-STOP");
+    let stopped = Continue(schedd[0]);
+    let out = pool.skua(&["q"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("the schedd at ") && err.contains("did not answer within 1s"),
+        "{err}"
+    );
+    drop(stopped);
+    // answering again, it is asked again
+    pool.ok(&["q"]);
 }
