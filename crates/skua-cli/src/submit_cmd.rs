@@ -28,10 +28,53 @@ pub struct SubmitArgs {
     /// A script executable with CRLF line endings is a warning, not an error.
     #[arg(long = "allow-crlf-script")]
     allow_crlf_script: bool,
-    /// The submit description file.
-    file: String,
+    /// The job batch name (`JobBatchName`), as `batch_name = NAME` in the description.
+    #[arg(long = "batch-name", value_name = "NAME")]
+    batch_name: Option<String>,
+    /// The submit description file (`-` or none: standard input).
+    file: Option<String>,
     /// Macro definitions `name=value`, made before the file is read.
     overrides: Vec<String>,
+    /// A queue statement's arguments (`-queue 3`, `-queue in (a, b)`): the description then
+    /// has no queue statement of its own. The last option on the command line.
+    #[arg(long = "queue", num_args = 0.., allow_hyphen_values = true, value_name = "ARGS")]
+    queue: Option<Vec<String>>,
+}
+
+impl SubmitArgs {
+    /// The description's text and the name it goes by (`-` read from standard input).
+    fn description(&self) -> anyhow::Result<(String, String)> {
+        match self.file.as_deref() {
+            None | Some("-") => {
+                use std::io::Read;
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut bytes)
+                    .context("cannot read the submit description from standard input")?;
+                Ok((String::from_utf8_lossy(&bytes).into_owned(), "-".into()))
+            }
+            Some(path) => {
+                let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+                Ok((
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    path.to_string(),
+                ))
+            }
+        }
+    }
+
+    /// `-append` lines with `-batch-name`'s.
+    fn appended(&self) -> Vec<String> {
+        let mut lines = self.append.clone();
+        if let Some(name) = &self.batch_name {
+            lines.push(format!("batch_name = {name}"));
+        }
+        lines
+    }
+
+    fn queue_args(&self) -> Option<String> {
+        self.queue.as_ref().map(|words| words.join(" "))
+    }
 }
 
 /// The cluster id a dry run shows.
@@ -48,7 +91,17 @@ pub fn run(args: SubmitArgs) -> ExitCode {
     if !args.dry_run {
         return crate::pool_cmd::report("submit", submit_to_schedd(&args, &overrides));
     }
-    match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
+    let built = args.description().and_then(|(text, name)| {
+        build_from_text(
+            &text,
+            &name,
+            &args.appended(),
+            &overrides,
+            DRY_RUN_CLUSTER,
+            args.queue_args(),
+        )
+    });
+    match built {
         Ok(sub) => {
             let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
             if let Err(e) = file_checks(&sub, args.allow_crlf_script) {
@@ -85,9 +138,17 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
             Err(e) => return Err(e.into()),
         }
     };
-    let sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
+    let (text, file) = args.description()?;
+    let sub = build_from_text(
+        &text,
+        &file,
+        &args.appended(),
+        overrides,
+        reserved.cluster,
+        args.queue_args(),
+    )?;
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
-        bail!("{}: {what}", args.file);
+        bail!("{file}: {what}");
     }
     if let Err(code) = file_checks(&sub, args.allow_crlf_script) {
         return Ok(code);
@@ -95,7 +156,7 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     if sub.clusters.len() > 1 {
         bail!(
             "{}: its jobs form {} clusters; Skua submits one cluster per submit file so far",
-            args.file,
+            file,
             sub.clusters.len()
         );
     }
@@ -346,6 +407,19 @@ pub fn build_submission(
 ) -> anyhow::Result<Submission> {
     let text = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
     let text = String::from_utf8_lossy(&text).into_owned();
+    build_from_text(&text, path, appended_lines, overrides, cluster_id, None)
+}
+
+/// [`build_submission`] for a description already read (`path` the name it goes by), with
+/// `-queue`'s arguments if given.
+fn build_from_text(
+    text: &str,
+    path: &str,
+    appended_lines: &[String],
+    overrides: &[(String, String)],
+    cluster_id: u32,
+    queue_args: Option<String>,
+) -> anyhow::Result<Submission> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
     let env = system_config::environment();
@@ -398,5 +472,6 @@ pub fn build_submission(
     opts.env = env;
     opts.appended_lines = appended_lines.to_vec();
     opts.overrides = overrides.to_vec();
-    Ok(skua_submit::submit(&text, &RealFiles, &opts)?)
+    opts.queue_args = queue_args;
+    Ok(skua_submit::submit(text, &RealFiles, &opts)?)
 }
