@@ -260,3 +260,37 @@ fn a_schedd_that_does_not_answer_is_given_up_on_after_tool_timeout() {
     // answering again, it is asked again
     pool.ok(&["q"]);
 }
+
+#[test]
+fn a_finished_job_keeps_its_last_runs_start_date() {
+    let pool = job_pool("surprises-start", "1", &[]);
+    let work = scratch("surprises-start-work");
+    user_dir(&work);
+    let id = pool.submit_job(&work, "executable = /bin/true\nqueue\n");
+    wait_for("the job's end", Duration::from_secs(60), || {
+        !pool
+            .ok(&["history", &id, "-af", "ExitCode"])
+            .trim()
+            .is_empty()
+    });
+    let row = pool.ok(&[
+        "history",
+        &id,
+        "-af",
+        "JobCurrentStartDate",
+        "JobStartDate",
+        "CompletionDate",
+        "GlobalJobId",
+        "User",
+    ]);
+    let f: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(f.len(), 5, "{row}");
+    let (current, first, done): (i64, i64, i64) = (
+        f[0].parse().unwrap(),
+        f[1].parse().unwrap(),
+        f[2].parse().unwrap(),
+    );
+    assert!(current >= first && current <= done, "{row}");
+    assert!(f[3].contains(&format!("#{id}.0#")), "{row}");
+    assert!(f[4].contains('@'), "{row}");
+}
