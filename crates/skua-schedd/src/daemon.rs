@@ -223,7 +223,7 @@ async fn query(
             selected
                 .iter()
                 .take(limit)
-                .map(|(_, ad)| crate::schedd::project(ad, &projection))
+                .map(|(_, ad)| crate::schedd::project_for_query(ad, &projection, now))
                 .collect()
         })
         .await

@@ -223,6 +223,15 @@ fn an_attribute_no_slot_defines_is_named_at_submit_and_in_better_analyze() {
         .and_then(|r| r.trim().strip_suffix('.'))
         .unwrap()
         .to_string();
+    // the schedd's clock comes with each ad, as HTCondor's ServerTime
+    let before = common::unix_now();
+    let st: i64 = pool
+        .ok(&["q", &cluster, "-af", "ServerTime"])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(st >= before - 1 && st <= common::unix_now() + 1, "{st}");
+    assert!(pool.ok(&["q", &cluster, "-l"]).contains("ServerTime = "));
     let analysis = pool.ok(&["q", "-better-analyze", &format!("{cluster}.0")]);
     assert!(
         analysis.contains(
