@@ -144,7 +144,10 @@ fn push(out: &mut Findings, error: bool, text: String) {
 }
 
 /// Checks the files of `jobs` as `mode` says. Each distinct file is looked at once.
-pub fn check(jobs: &[classad::ClassAd], mode: CheckMode) -> Findings {
+pub fn check<'a>(
+    jobs: impl IntoIterator<Item = &'a classad::ClassAd>,
+    mode: CheckMode,
+) -> Findings {
     let mut out = Findings::default();
     if mode.skip_all {
         return out;

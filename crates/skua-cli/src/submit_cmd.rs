@@ -245,8 +245,7 @@ fn file_checks(sub: &skua_submit::Submission, allow_crlf: bool) -> Result<(), Ex
             return Err(ExitCode::from(1));
         }
     };
-    let jobs: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
-    let found = check(&jobs, mode);
+    let found = check(sub.jobs(), mode);
     for w in &found.warnings {
         eprintln!("\nWARNING: {w}");
     }
