@@ -22,6 +22,7 @@ mod queue_cmd;
 mod spool_cmd;
 mod startd_cmd;
 mod status_fmt;
+mod submit_checks;
 mod submit_cmd;
 mod table;
 mod tools_cmd;
@@ -427,12 +428,16 @@ pub fn main_skuad() -> ExitCode {
         .map(|v| log_filter(&v))
         .or_else(|| std::env::var("SKUA_LOG").ok())
         .unwrap_or_else(|| "info".to_string());
-    let _log = match skua_daemon::logging::init(&ctx.log_dir, &subsystem, &filter, 7) {
+    let configured = ctx.knob(&format!("{subsystem}_LOG")).ok().flatten();
+    let (log_dir, log_name) =
+        skua_daemon::logging::log_location(&ctx.log_dir, &subsystem, configured.as_deref());
+    let _log = match skua_daemon::logging::init(&log_dir, &log_name, &filter, 7) {
         Ok(g) => g,
         Err(e) => {
             eprintln!(
-                "skuad {role}: cannot open its log in {}: {e}",
-                ctx.log_dir.display()
+                "skuad {role}: cannot open its log {} in {}: {e}",
+                log_name,
+                log_dir.display()
             );
             return ExitCode::from(2);
         }

@@ -37,6 +37,39 @@ pub(crate) fn client_for(
     subsystem: &str,
     timeout: Duration,
 ) -> Result<Client> {
+    let client = unnamed_client_for(config, subsystem, timeout)?;
+    // a daemon that does not answer is named, with where it was asked, and
+    // given up on after TOOL_TIMEOUT seconds at most
+    let timeout = timeout.min(tool_timeout(config));
+    let label = format!(
+        "the {} at {}",
+        subsystem.to_ascii_lowercase(),
+        client.label()
+    );
+    Ok(client.with_label_and_timeout(label, timeout))
+}
+
+/// `TOOL_TIMEOUT`: the longest a tool waits for a daemon's answer, in seconds (default 20;
+/// HTCondor's tools wait a fixed time scaled by `TOOL_TIMEOUT_MULTIPLIER`).
+pub(crate) fn tool_timeout(config: &skua_config::Config) -> Duration {
+    let secs = config
+        .get("TOOL_TIMEOUT")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS);
+    Duration::from_secs(secs)
+}
+
+/// `TOOL_TIMEOUT`'s default.
+const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 20;
+
+fn unnamed_client_for(
+    config: &skua_config::Config,
+    subsystem: &str,
+    timeout: Duration,
+) -> Result<Client> {
     if let Some(path) = std::env::var_os("SKUA_TOKEN_FILE") {
         let path = PathBuf::from(path);
         let token = std::fs::read_to_string(&path)

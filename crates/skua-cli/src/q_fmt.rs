@@ -770,9 +770,58 @@ pub fn format_analysis(
     out
 }
 
+/// The attributes a job's Requirements needs from the machine that no slot defines, one
+/// line each with the closest names the slots do define: the `-better-analyze` addendum
+/// (empty when there are none).
+pub fn format_undefined(undefined: &[skua_negotiation::UndefinedAttr]) -> String {
+    let mut out = String::new();
+    for u in undefined {
+        out.push_str(&undefined_line(u));
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
+}
+
+/// One undefined attribute, in words.
+pub fn undefined_line(u: &skua_negotiation::UndefinedAttr) -> String {
+    let mut line = format!(
+        "The Requirements refer to {}, which no slot in the pool defines: a clause that needs it never matches",
+        u.name
+    );
+    if !u.suggestions.is_empty() {
+        line.push_str(&format!(" (did you mean {}?)", u.suggestions.join(" or ")));
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn undefined_attributes_are_named_with_suggestions() {
+        let u = [
+            skua_negotiation::UndefinedAttr {
+                name: "Memroy".into(),
+                suggestions: vec!["Memory".into()],
+            },
+            skua_negotiation::UndefinedAttr {
+                name: "Foo".into(),
+                suggestions: vec![],
+            },
+        ];
+        assert_eq!(
+            format_undefined(&u),
+            "\nThe Requirements refer to Memroy, which no slot in the pool defines: a clause \
+             that needs it never matches (did you mean Memory?)\n\
+             The Requirements refer to Foo, which no slot in the pool defines: a clause that \
+             needs it never matches\n"
+        );
+        assert_eq!(format_undefined(&[]), "");
+    }
 
     fn job(c: i64, p: i64, owner: &str, st: i64) -> ClassAd {
         let text = format!(

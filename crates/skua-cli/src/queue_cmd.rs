@@ -829,6 +829,9 @@ fn better_analyze(
             let a = skua_negotiation::dedicated::analyze_parallel(job, &slots, &earlier, &mut ev);
             out.push_str(&q_fmt::format_parallel_analysis(&a));
         }
+        out.push_str(&q_fmt::format_undefined(
+            &skua_negotiation::undefined_target_attrs(job, &slots),
+        ));
     }
     if jobs.is_empty() {
         out.push_str("No jobs matched the selection.\n");

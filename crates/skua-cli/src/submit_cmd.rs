@@ -29,10 +29,56 @@ pub struct SubmitArgs {
     /// A submit command to add just before the first queue statement (repeatable).
     #[arg(short = 'a', long = "append", value_name = "LINE")]
     append: Vec<String>,
-    /// The submit description file.
-    file: String,
+    /// A script executable with CRLF line endings is a warning, not an error.
+    #[arg(long = "allow-crlf-script")]
+    allow_crlf_script: bool,
+    /// The job batch name (`JobBatchName`), as `batch_name = NAME` in the description.
+    #[arg(long = "batch-name", value_name = "NAME")]
+    batch_name: Option<String>,
+    /// The submit description file (`-` or none: standard input).
+    file: Option<String>,
     /// Macro definitions `name=value`, made before the file is read.
     overrides: Vec<String>,
+    /// A queue statement's arguments (`-queue 3`, `-queue in (a, b)`): the description then
+    /// has no queue statement of its own. The last option on the command line.
+    #[arg(long = "queue", num_args = 0.., allow_hyphen_values = true, value_name = "ARGS")]
+    queue: Option<Vec<String>>,
+}
+
+impl SubmitArgs {
+    /// The description's text and the name it goes by (`-` read from standard input).
+    fn description(&self) -> anyhow::Result<(String, String)> {
+        match self.file.as_deref() {
+            None | Some("-") => {
+                use std::io::Read;
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut bytes)
+                    .context("cannot read the submit description from standard input")?;
+                Ok((String::from_utf8_lossy(&bytes).into_owned(), "-".into()))
+            }
+            Some(path) => {
+                let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+                Ok((
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    path.to_string(),
+                ))
+            }
+        }
+    }
+
+    /// `-append` lines with `-batch-name`'s.
+    fn appended(&self) -> Vec<String> {
+        let mut lines = self.append.clone();
+        if let Some(name) = &self.batch_name {
+            lines.push(format!("batch_name = {name}"));
+        }
+        lines
+    }
+
+    fn queue_args(&self) -> Option<String> {
+        self.queue.as_ref().map(|words| words.join(" "))
+    }
 }
 
 /// The cluster id a dry run shows.
@@ -49,9 +95,22 @@ pub fn run(args: SubmitArgs) -> ExitCode {
     if !args.dry_run {
         return crate::pool_cmd::report("submit", submit_to_schedd(&args, &overrides));
     }
-    match build_submission(&args.file, &args.append, &overrides, DRY_RUN_CLUSTER) {
+    let built = args.description().and_then(|(text, name)| {
+        build_from_text(
+            &text,
+            &name,
+            &args.appended(),
+            &overrides,
+            DRY_RUN_CLUSTER,
+            args.queue_args(),
+        )
+    });
+    match built {
         Ok(sub) => {
             let ads: Vec<classad::ClassAd> = sub.jobs().cloned().collect();
+            if let Err(e) = file_checks(&sub, args.allow_crlf_script) {
+                return e;
+            }
             print!("{}", crate::ad_output::format_long(&ads, 0));
             ExitCode::SUCCESS
         }
@@ -83,22 +142,33 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
             Err(e) => return Err(e.into()),
         }
     };
-    let mut sub = build_submission(&args.file, &args.append, overrides, reserved.cluster)?;
+    let (text, file) = args.description()?;
+    let mut sub = build_from_text(
+        &text,
+        &file,
+        &args.appended(),
+        overrides,
+        reserved.cluster,
+        args.queue_args(),
+    )?;
     // A parallel job names the dedicated scheduler of the schedd it goes to (this host's).
     skua_submit::assign_dedicated_scheduler(
         &mut sub,
         &crate::queue_cmd::local_schedd_name(&config),
     );
     if let Some(what) = skua_submit::unsupported_universe(&sub) {
-        match universe_line(&args.file) {
-            Some(line) => bail!("{}:{line}: {what}", args.file),
-            None => bail!("{}: {what} (DEFAULT_UNIVERSE)", args.file),
+        match universe_line(&text) {
+            Some(line) => bail!("{file}:{line}: {what}"),
+            None => bail!("{file}: {what} (DEFAULT_UNIVERSE)"),
         }
+    }
+    if let Err(code) = file_checks(&sub, args.allow_crlf_script) {
+        return Ok(code);
     }
     if sub.clusters.len() > 1 {
         bail!(
             "{}: its jobs form {} clusters; Skua submits one cluster per submit file so far",
-            args.file,
+            file,
             sub.clusters.len()
         );
     }
@@ -112,8 +182,9 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         return Ok(ExitCode::SUCCESS);
     };
     if args.spool {
-        crate::spool_cmd::prepare(&mut cluster.jobs).with_context(|| args.file.clone())?;
+        crate::spool_cmd::prepare(&mut cluster.jobs).with_context(|| file.clone())?;
     }
+    warn_undefined_attrs(&config, &rt, &cluster.jobs);
     // the attributes every job shares travel once
     let (common, rests) = classad::ClassAd::factor_common(&cluster.jobs);
     let key = submission_key();
@@ -129,8 +200,13 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
     let mut may_have_arrived = false;
     let reply: SubmitReply = loop {
         // a new client each time: a restarted schedd may have a new address
+        // the jobs themselves may take longer to send than TOOL_TIMEOUT
         let sent =
             crate::pool_cmd::client_for(&config, "SCHEDD", std::time::Duration::from_secs(300))
+                .map(|c| {
+                    let label = c.label().to_string();
+                    c.with_label_and_timeout(label, std::time::Duration::from_secs(300))
+                })
                 .map_err(|e| (e, None))
                 .and_then(|client| {
                     rt.block_on(client.command(&routes::SCHEDD_SUBMIT, Some(&body)))
@@ -177,6 +253,96 @@ fn submit_to_schedd(args: &SubmitArgs, overrides: &[(String, String)]) -> anyhow
         reply.jobs, reply.cluster
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// condor_submit's file checks ([`crate::submit_checks`]): prints the warnings, and the
+/// errors with the exit code to end with.
+fn file_checks(sub: &skua_submit::Submission, allow_crlf: bool) -> Result<(), ExitCode> {
+    use crate::submit_checks::{check, CheckMode};
+    let knob_skip = system_config::load(Some("SUBMIT"), None)
+        .ok()
+        .and_then(|c| c.get("SUBMIT_SKIP_FILECHECKS").ok().flatten())
+        .map(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "false" | "no" | "0"))
+        .unwrap_or(true);
+    let mode = match CheckMode::new(sub.skip_filechecks.as_deref(), knob_skip, allow_crlf) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("\nERROR: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    let found = check(sub.jobs(), mode);
+    for w in &found.warnings {
+        eprintln!("\nWARNING: {w}");
+    }
+    for e in &found.errors {
+        eprintln!("\nERROR: {e}");
+    }
+    if found.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ExitCode::from(1))
+    }
+}
+
+/// Warns about attributes the jobs' Requirements need from the machine that no slot in the
+/// pool defines (`Memroy` for `Memory`): the collector's slot ads are asked for once, and
+/// when they cannot be had nothing is said. A warning, never an error: the machine that
+/// defines the attribute may simply not have joined yet.
+fn warn_undefined_attrs(
+    config: &skua_config::Config,
+    rt: &tokio::runtime::Runtime,
+    jobs: &[classad::ClassAd],
+) {
+    let mut distinct = std::collections::BTreeMap::new();
+    for job in jobs {
+        if let Some(req) = job.lookup("Requirements") {
+            distinct
+                .entry(classad::unparse(req))
+                .or_insert_with(|| job.clone());
+        }
+    }
+    if distinct.is_empty() {
+        return;
+    }
+    let slots = match query_slots(config, rt) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(error = %format!("{e:#}"), "no slot ads to check Requirements against");
+            return;
+        }
+    };
+    let mut said = std::collections::BTreeSet::new();
+    for job in distinct.values() {
+        for u in skua_negotiation::undefined_target_attrs(job, &slots) {
+            if said.insert(u.name.to_ascii_lowercase()) {
+                eprintln!("\nWARNING: {}.", crate::q_fmt::undefined_line(&u));
+            }
+        }
+    }
+}
+
+/// The collector's slot ads (a short wait: this is only for a warning).
+fn query_slots(
+    config: &skua_config::Config,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Vec<classad::ClassAd>> {
+    use skua_proto::{routes, Query, QueryReply};
+    let collector =
+        crate::pool_cmd::client_for(config, "COLLECTOR", std::time::Duration::from_secs(5))?;
+    let reply: QueryReply = rt.block_on(collector.command(
+        &routes::COLLECTOR_QUERY,
+        Some(&Query {
+            ad_type: "Machine".into(),
+            constraint: None,
+            projection: Vec::new(),
+        }),
+    ))?;
+    reply
+        .ads
+        .iter()
+        .map(|t| classad::parse_ad(t).context("the collector sent an ad that does not parse"))
+        .collect()
 }
 
 /// Seconds to wait before each new attempt when the schedd's answer is lost.
@@ -257,10 +423,8 @@ fn htcondor_arch() -> String {
 
 /// The line number (from 1) of the last `universe` command of the submit
 /// file at `path`, for messages about the universe.
-fn universe_line(path: &str) -> Option<usize> {
-    let text = std::fs::read(path).ok()?;
-    String::from_utf8_lossy(&text)
-        .lines()
+fn universe_line(text: &str) -> Option<usize> {
+    text.lines()
         .enumerate()
         .filter(|(_, l)| {
             let l = l.trim_start();
@@ -283,6 +447,19 @@ pub fn build_submission(
 ) -> anyhow::Result<Submission> {
     let text = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
     let text = String::from_utf8_lossy(&text).into_owned();
+    build_from_text(&text, path, appended_lines, overrides, cluster_id, None)
+}
+
+/// [`build_submission`] for a description already read (`path` the name it goes by), with
+/// `-queue`'s arguments if given.
+fn build_from_text(
+    text: &str,
+    path: &str,
+    appended_lines: &[String],
+    overrides: &[(String, String)],
+    cluster_id: u32,
+    queue_args: Option<String>,
+) -> anyhow::Result<Submission> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
     let env = system_config::environment();
@@ -335,5 +512,6 @@ pub fn build_submission(
     opts.env = env;
     opts.appended_lines = appended_lines.to_vec();
     opts.overrides = overrides.to_vec();
-    Ok(skua_submit::submit(&text, &RealFiles, &opts)?)
+    opts.queue_args = queue_args;
+    Ok(skua_submit::submit(text, &RealFiles, &opts)?)
 }

@@ -31,14 +31,31 @@ pub fn log_file_name(subsystem: &str) -> String {
     }
 }
 
-/// Installs the global subscriber writing to `log_dir`.
-pub fn init(
+/// Where a daemon logs: the configuration's `<SUBSYS>_LOG` (`SCHEDD_LOG = $(LOG)/SchedLog`)
+/// when set, else `log_dir/<Subsys>Log`; the directory and the file name (the daily files'
+/// prefix).
+pub fn log_location(
     log_dir: &Path,
     subsystem: &str,
-    filter: &str,
-    keep: usize,
-) -> anyhow::Result<LogGuard> {
-    let prefix = log_file_name(subsystem);
+    configured: Option<&str>,
+) -> (std::path::PathBuf, String) {
+    if let Some(path) = configured.map(str::trim).filter(|p| !p.is_empty()) {
+        let path = Path::new(path);
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+            let dir = if dir.as_os_str().is_empty() {
+                log_dir.to_path_buf()
+            } else {
+                log_dir.join(dir)
+            };
+            return (dir, name.to_string_lossy().into_owned());
+        }
+    }
+    (log_dir.to_path_buf(), log_file_name(subsystem))
+}
+
+/// Installs the global subscriber writing daily files `prefix.<date>` in `log_dir`.
+pub fn init(log_dir: &Path, prefix: &str, filter: &str, keep: usize) -> anyhow::Result<LogGuard> {
+    let prefix = prefix.to_string();
     prepare_log_files(log_dir, &prefix, unix_now());
     {
         let (dir, prefix) = (log_dir.to_path_buf(), prefix.clone());
@@ -51,7 +68,7 @@ pub fn init(
     }
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
-        .filename_prefix(log_file_name(subsystem))
+        .filename_prefix(&prefix)
         .max_log_files(keep.max(1))
         .build(log_dir)?;
     let (writer, guard) = tracing_appender::non_blocking(appender);
@@ -146,6 +163,19 @@ mod tests {
     fn htcondor_log_names() {
         assert_eq!(super::log_file_name("COLLECTOR"), "CollectorLog");
         assert_eq!(super::log_file_name("master"), "MasterLog");
+        let dir = std::path::Path::new("/var/log/skua");
+        assert_eq!(
+            super::log_location(dir, "SCHEDD", Some("/var/log/skua/SchedLog")),
+            (dir.to_path_buf(), "SchedLog".to_string())
+        );
+        assert_eq!(
+            super::log_location(dir, "SCHEDD", None),
+            (dir.to_path_buf(), "ScheddLog".to_string())
+        );
+        assert_eq!(
+            super::log_location(dir, "STARTD", Some("other/StartLog")),
+            (dir.join("other"), "StartLog".to_string())
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod accountant;
 mod analyze;
 mod cycle;
 pub mod dedicated;
+mod undefined;
 
 pub use accountant::{Accountant, AccountantError, Customer, InUse, Standing, MIN_PRIORITY};
 pub use analyze::{analyze, Analysis, ClauseCount};
@@ -31,6 +32,7 @@ pub use cycle::{
     Match, Policy, PolicyError, Preemption, PreemptionKind, Request, Submitter, SubmitterFigures,
     Unmatched, DEFAULT_POST_JOB_RANK, DEFAULT_PREEMPTION_RANK, DEFAULT_PRE_JOB_RANK,
 };
+pub use undefined::{edit_distance, undefined_target_attrs, UndefinedAttr};
 
 use classad::{EvalOptions, Evaluator};
 

@@ -149,6 +149,29 @@ impl Client {
         })
     }
 
+    /// The same client named `label` in its errors (`the schedd at ...`), and waiting at most
+    /// `timeout` for each answer. Connections are not shared with the original.
+    pub fn with_label_and_timeout(&self, label: impl Into<String>, timeout: Duration) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                endpoint: self.inner.endpoint.clone(),
+                label: label.into(),
+                authorization: self.inner.authorization.clone(),
+                timeout,
+                tls: self.inner.tls.clone(),
+                max_response_bytes: self.inner.max_response_bytes,
+                idle: Mutex::new(Vec::new()),
+                faults: self.inner.faults.clone(),
+                shared_port: self.inner.shared_port.clone(),
+            }),
+        }
+    }
+
+    /// The text that names the endpoint in errors.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
     /// The same client with another reply size limit (default 256 MiB).
     /// Connections are not shared with the original.
     pub fn with_max_response_bytes(&self, max: usize) -> Client {

@@ -454,6 +454,11 @@ impl Queue {
             scratch.insert(*name, e.clone());
             p.set(id, name, e);
         }
+        // the run's start, kept in the finished job's ad as HTCondor keeps it
+        let run_start = match ad.lookup(crate::run::JOB_CURRENT_START_DATE) {
+            Some(Expr::Lit(v)) => v.as_int(),
+            _ => None,
+        };
         self.account_run(&mut p, id, now, Some(&mut scratch), true);
 
         let mut ev = crate::plan::evaluator(now);
@@ -488,6 +493,9 @@ impl Queue {
                 p.set_int(id, attr::JOB_STATUS, JobStatus::Completed.code());
                 p.set_int(id, attr::ENTERED_CURRENT_STATUS, now);
                 p.set_int(id, attr::COMPLETION_DATE, now);
+                if let Some(start) = run_start {
+                    p.set_int(id, crate::run::JOB_CURRENT_START_DATE, start);
+                }
                 p.event(id, UserLogEvent::Terminated(Box::new(exit_status)));
                 // LeaveJobInQueue, on the job as it now is: kept as Completed
                 scratch.insert_value(attr::JOB_STATUS, JobStatus::Completed.code());

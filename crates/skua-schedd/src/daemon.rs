@@ -219,7 +219,7 @@ async fn query(
             reply.ads = selected
                 .iter()
                 .take(limit)
-                .map(|(_, ad)| crate::schedd::project(ad, &q.projection))
+                .map(|(_, ad)| crate::schedd::project_for_query(ad, &q.projection, now))
                 .collect();
         }
         Some(reply)

@@ -1347,6 +1347,32 @@ pub fn project(ad: &ClassAd, projection: &[String]) -> String {
     classad::unparse_ad(&out)
 }
 
+/// [`project`] for a queue query: with `ServerTime` (the schedd's clock, `now`) in each ad,
+/// as HTCondor's schedd adds it to the ads it returns (when the projection asks for all
+/// attributes or names it).
+pub fn project_for_query(ad: &ClassAd, projection: &[String], now: i64) -> String {
+    const SERVER_TIME: &str = "ServerTime";
+    if projection.is_empty() {
+        let mut flat = public_ad(ad);
+        flat.insert(SERVER_TIME, Expr::int(now));
+        return classad::unparse_ad(&flat);
+    }
+    let mut out = ClassAd::new();
+    for name in projection {
+        if name.eq_ignore_ascii_case(SERVER_TIME) {
+            out.insert(SERVER_TIME, Expr::int(now));
+            continue;
+        }
+        if skua_queue::attr::is_private(name) {
+            continue;
+        }
+        if let Some(e) = ad.lookup(name) {
+            out.insert(name.as_str(), e.clone());
+        }
+    }
+    classad::unparse_ad(&out)
+}
+
 /// A job's event log and its owner.
 fn log_and_owner(ad: &ClassAd) -> Option<(String, String)> {
     Some((

@@ -1092,3 +1092,59 @@ mod url_tests {
         );
     }
 }
+
+/// HTCondor's HoldReasonCode FailedToCreateProcess: the job's program could not be started.
+pub const HOLD_FAILED_TO_CREATE_PROCESS: i64 = 6;
+
+/// The hold reason of a program that could not be started, as HTCondor words it:
+/// `Error from <slot>: Failed to execute '<path>'[ with arguments <args>]: (errno=<n>:
+/// '<strerror>')`.
+pub fn exec_failure_reason(
+    slot: &str,
+    program: &std::path::Path,
+    args: &[String],
+    error: &std::io::Error,
+) -> String {
+    let with_args = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" with arguments {}", args.join(" "))
+    };
+    let errno = error.raw_os_error().unwrap_or(0);
+    let text = error.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    format!(
+        "Error from {slot}: Failed to execute '{}'{with_args}: (errno={errno}: '{text}')",
+        program.display()
+    )
+}
+
+#[cfg(test)]
+mod exec_failure_tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_names_the_program_its_arguments_and_the_errno() {
+        let e = std::io::Error::from_raw_os_error(2);
+        let r = exec_failure_reason(
+            "slot1@host",
+            std::path::Path::new("/no/such"),
+            &["a".into(), "b".into()],
+            &e,
+        );
+        assert_eq!(
+            r,
+            "Error from slot1@host: Failed to execute '/no/such' with arguments a b: \
+             (errno=2: 'No such file or directory')"
+        );
+        let e = std::io::Error::from_raw_os_error(13);
+        let r = exec_failure_reason("slot2@h", std::path::Path::new("/x"), &[], &e);
+        assert_eq!(
+            r,
+            "Error from slot2@h: Failed to execute '/x': (errno=13: 'Permission denied')"
+        );
+    }
+}

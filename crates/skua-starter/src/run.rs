@@ -1351,7 +1351,11 @@ impl Starter<'_> {
         };
         let (child, cgroup) =
             crate::cgroup::spawn_job(&self.settings.base_cgroup, execute, &self.slot_name, spawn)
-                .map_err(|e| Failure::permanent(format!("cannot run {}: {e}", program.display())))?;
+                .map_err(|e| {
+                // HTCondor's FailedToCreateProcess hold, the errno as subcode
+                let reason = plan::exec_failure_reason(&self.slot_name, &program, &args, &e);
+                Failure::hold(plan::HOLD_FAILED_TO_CREATE_PROCESS, reason, &e)
+            })?;
         let pid = child
             .id()
             .and_then(|p| i32::try_from(p).ok())

@@ -95,6 +95,9 @@ pub struct SubmitOptions {
     pub default_lease_duration: i64,
     /// Seed for `$RANDOM_CHOICE` / `$RANDOM_INTEGER`.
     pub random_seed: u64,
+    /// The arguments of condor_submit's `-queue` option: a queue statement read after the
+    /// description, which then may not have one of its own.
+    pub queue_args: Option<String>,
 }
 
 impl SubmitOptions {
@@ -127,6 +130,7 @@ impl SubmitOptions {
             default_universe: "vanilla".to_string(),
             default_lease_duration: 2400,
             random_seed: now as u64,
+            queue_args: None,
         }
     }
 }
@@ -136,6 +140,10 @@ impl SubmitOptions {
 pub struct Submission {
     /// The clusters, in order.
     pub clusters: Vec<ClusterJobs>,
+    /// The value of the `skip_filechecks` command (`true`, `false` or `warn`), when the
+    /// description sets it: the submitting tool's file checks follow it (HTCondor's
+    /// `SUBMIT_SKIP_FILECHECKS` when unset).
+    pub skip_filechecks: Option<String>,
 }
 
 impl Submission {

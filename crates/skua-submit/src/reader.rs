@@ -62,6 +62,18 @@ pub(crate) fn run(
         r.table.set(name, value.clone(), 0);
     }
     r.parse(text, &opts.submit_file, 0)?;
+    if let Some(args) = &opts.queue_args {
+        if r.queued {
+            return Err(SubmitError::Syntax {
+                file: opts.submit_file.clone(),
+                line: 0,
+                message: "the -queue option cannot be used with a submit description that \
+                          has a queue statement of its own"
+                    .to_string(),
+            });
+        }
+        r.parse(&format!("queue {args}\n"), "-queue", 0)?;
+    }
     if !r.queued {
         return Err(SubmitError::NoQueue {
             file: opts.submit_file.clone(),
@@ -72,6 +84,11 @@ pub(crate) fn run(
             cluster_id: opts.cluster_id,
             jobs: r.jobs,
         }],
+        skip_filechecks: r
+            .table
+            .get("skip_filechecks")
+            .map(|d| d.raw.trim().to_string())
+            .filter(|v| !v.is_empty()),
     })
 }
 

@@ -564,3 +564,44 @@ fn url_schemes_require_slot_plugins() {
     assert_eq!(attr(&ads[0], "OutputDestination"), "\"file:///srv/out\"");
     assert_eq!(attr(&ads[0], "TransferPlugins"), "\"foo=/p/foo_plugin\"");
 }
+
+#[test]
+fn queue_option_queues_a_description_without_a_queue_statement() {
+    let mut o = opts();
+    o.queue_args = Some("in (a, b)".to_string());
+    o.appended_lines = vec!["batch_name = b1".to_string()];
+    let sub = submit(
+        "executable = /bin/echo\narguments = $(Item)\n",
+        &files(),
+        &o,
+    )
+    .expect("queued by -queue");
+    let ads: Vec<String> = sub
+        .jobs()
+        .map(|j| {
+            format!(
+                "{} {}",
+                unparse(j.lookup("Args").expect("Args")),
+                unparse(j.lookup("JobBatchName").expect("JobBatchName"))
+            )
+        })
+        .collect();
+    assert_eq!(ads, vec!["\"a\" \"b1\"", "\"b\" \"b1\""]);
+    let err = submit("executable = /bin/echo\nqueue\n", &files(), &o).unwrap_err();
+    assert!(
+        err.to_string().contains("-queue option cannot be used"),
+        "{err}"
+    );
+    assert!(skip_filechecks_of("skip_filechecks = warn\n").as_deref() == Some("warn"));
+    assert!(skip_filechecks_of("").is_none());
+}
+
+fn skip_filechecks_of(extra: &str) -> Option<String> {
+    submit(
+        &format!("executable = /bin/echo\n{extra}queue\n"),
+        &files(),
+        &opts(),
+    )
+    .expect("valid")
+    .skip_filechecks
+}

@@ -547,7 +547,7 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
     }
     for i in [3, 4, 5] {
         pool.wait_for("the startd finding no collector", 30, || {
-            pool.log(i, "Startd").contains("cannot advertise")
+            pool.log(i, "StartLog").contains("cannot advertise")
         });
     }
     pool.start_host(1);
@@ -584,7 +584,7 @@ fn hosts_without_the_pools_credentials_cannot_advertise() {
                 .any(|l| l.contains(&peer) && l.contains(collector_says))
         });
         pool.wait_for("the refused host's log line", 30, || {
-            pool.log(i, "Startd")
+            pool.log(i, "StartLog")
                 .lines()
                 .any(|l| l.contains("cannot advertise") && l.contains(host_says))
         });
@@ -613,7 +613,7 @@ fn a_revoked_host_is_refused_and_its_slots_leave_the_pool() {
             .any(|l| l.contains(&peer) && l.contains("revoked"))
     });
     pool.wait_for("the revoked host's log line", 30, || {
-        pool.log(3, "Startd")
+        pool.log(3, "StartLog")
             .lines()
             .any(|l| l.contains("cannot advertise") && l.contains("revoked"))
     });

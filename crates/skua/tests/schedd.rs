@@ -771,7 +771,7 @@ fn the_queue_database_and_the_logs_are_private() {
         "job_queue.db",
         "job_queue.db-wal",
         "master.out",
-        "ScheddLog.",
+        "SchedLog.",
     ] {
         assert!(
             names.iter().any(|n| n.starts_with(want)),

@@ -482,7 +482,8 @@ fn hard_kill_and_missing_executable() {
     assert!(matches!(w.exit().outcome, RunOutcome::Evicted { .. }));
     assert!(w.outputs().is_empty(), "no output after a hard kill");
 
-    // a job whose executable is not runnable fails on the starter's side
+    // a job whose executable is not runnable is held: HTCondor's
+    // FailedToCreateProcess (6), the errno as subcode
     let w = World::new(
         "noexec",
         r#"Cmd = "/nonexistent/prog"; TransferExecutable = false"#,
@@ -490,9 +491,16 @@ fn hard_kill_and_missing_executable() {
     let mut child = w.start(5);
     assert_eq!(w.wait(&mut child), 0);
     match w.exit().outcome {
-        RunOutcome::Failed { reason, permanent } => {
-            assert!(reason.contains("/nonexistent/prog"), "{reason}");
-            assert!(permanent);
+        RunOutcome::Held {
+            reason,
+            code,
+            subcode,
+        } => {
+            assert!(
+                reason.contains("Failed to execute '/nonexistent/prog'"),
+                "{reason}"
+            );
+            assert_eq!((code, subcode), (6, 2), "{reason}");
         }
         other => panic!("{other:?}"),
     }

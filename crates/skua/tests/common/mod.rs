@@ -169,6 +169,27 @@ impl Pool {
         }
     }
 
+    /// Runs `skua` in `cwd` as the submitting account with `input` on its
+    /// standard input.
+    pub fn skua_user_stdin(&self, cwd: &Path, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        use std::os::unix::process::CommandExt;
+        let mut c = self.skua_command(cwd, args);
+        if let Some(u) = submitter() {
+            c.uid(u.uid).gid(u.gid);
+        }
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("run skua");
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input.as_bytes())
+                .expect("write skua's input");
+        }
+        child.wait_with_output().expect("wait for skua")
+    }
+
     /// Runs `skua` in `cwd` as the account `user`.
     pub fn skua_account_in(&self, user: &TestUser, cwd: &Path, args: &[&str]) -> Output {
         use std::os::unix::process::CommandExt;

@@ -520,7 +520,7 @@ impl MultiPool {
     }
 
     /// The text of host `i`'s logs whose name begins with `daemon`
-    /// (`CollectorLog`, `StartdLog`...).
+    /// (`CollectorLog`, `StartLog`...).
     pub fn log(&self, i: usize, daemon: &str) -> String {
         let mut s = String::new();
         let mut names: Vec<PathBuf> = std::fs::read_dir(self.dir(i).join("log"))
@@ -549,8 +549,8 @@ impl MultiPool {
                 "Master",
                 "Collector",
                 "Negotiator",
-                "Schedd",
-                "Startd",
+                "SchedLog",
+                "StartLog",
                 "master.out",
             ] {
                 let text = if daemon == "master.out" {
