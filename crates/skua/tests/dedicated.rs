@@ -594,7 +594,16 @@ fn a_job_across_three_hosts_restarts_whole_when_one_host_crashes() {
     }
     let log = std::fs::read_to_string(dir.join("job.log")).unwrap();
     let count = |head: &str| log.lines().filter(|l| l.starts_with(head)).count();
-    assert_eq!(count("014 "), 6, "{log}");
+    // every node of the first run reported its start before the crash;
+    // in the second run a node whose start report comes after node 0 has
+    // ended the job gets no 014 (docs/parallel.md, "Not yet")
+    let first_run: String = log.split("\n004 ").next().unwrap_or_default().to_string();
+    assert_eq!(
+        first_run.lines().filter(|l| l.starts_with("014 ")).count(),
+        3,
+        "{log}"
+    );
+    assert!(count("014 ") >= 4, "{log}");
     assert!(count("005 ") >= 1, "{log}");
 }
 
