@@ -6,33 +6,12 @@
 
 use std::os::unix::fs::OpenOptionsExt;
 
-use classad::ClassAd;
-use skua_net::{ApiError, AuthLevel, Caller, Json, Response, State};
+use skua_net::{ApiError, Caller, Json, Response, State};
 use skua_proto::{EvictedFile, EvictedFileRequest, EvictedFilesQuery, EvictedFilesReply};
-use skua_queue::JobId;
 
 use crate::checkpoint;
 use crate::shadow::{checkpoint_number, checkpoint_store};
-use crate::shared::{with_schedd, Shared};
-
-/// The ad of job `text` if the caller may see its checkpoint: its owner,
-/// or an administrator.
-async fn job_for(st: &Shared, caller: &Caller, text: &str) -> Result<(JobId, ClassAd), ApiError> {
-    let job: JobId = text
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("`{text}` is not a job id (C.P)")))?;
-    let ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("job {job} is not in the queue")))?;
-    let owner = crate::sandbox::string_attr(&ad, "Owner").unwrap_or_default();
-    if owner != caller.identity.user && !caller.has(AuthLevel::Administrator) {
-        return Err(ApiError::new(
-            skua_proto::ErrorCode::PermissionDenied,
-            format!("job {job} belongs to {owner}, not {}", caller.identity.user),
-        ));
-    }
-    Ok((job, ad))
-}
+use crate::shared::{owned_job, Shared};
 
 /// `/schedd/evicted_files`.
 pub(crate) async fn evicted_files(
@@ -40,7 +19,7 @@ pub(crate) async fn evicted_files(
     caller: Caller,
     Json(q): Json<EvictedFilesQuery>,
 ) -> Result<Json<EvictedFilesReply>, ApiError> {
-    let (job, ad) = job_for(&st, &caller, &q.job_id).await?;
+    let (job, ad) = owned_job(&st, &caller, &q.job_id).await?;
     let Some(number) = checkpoint_number(&ad) else {
         return Ok(Json(EvictedFilesReply::default()));
     };
@@ -78,7 +57,7 @@ pub(crate) async fn evicted_file(
     caller: Caller,
     Json(r): Json<EvictedFileRequest>,
 ) -> Result<Response, ApiError> {
-    let (job, ad) = job_for(&st, &caller, &r.job_id).await?;
+    let (job, ad) = owned_job(&st, &caller, &r.job_id).await?;
     if checkpoint_number(&ad) != Some(r.number) {
         return Err(ApiError::not_found(format!(
             "checkpoint {} of job {job} is not stored",

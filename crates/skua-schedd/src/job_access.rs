@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use classad::ClassAd;
-use skua_net::{ApiError, AuthLevel, Caller, Json, State};
+use skua_net::{ApiError, Caller, Json, State};
 use skua_proto::{
     routes, JobCommandReply, JobCommandRequest, SandboxChunk, SandboxFile, SandboxReadRequest,
     StartdJobCommand, StartdSandboxRead,
@@ -16,7 +16,7 @@ use skua_proto::{
 use skua_queue::JobId;
 
 use crate::sandbox::{split_list, string_attr};
-use crate::shared::{with_schedd, Shared};
+use crate::shared::Shared;
 
 /// How long a sandbox read at the startd may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,20 +35,7 @@ async fn owned_job(st: &Shared, caller: &Caller, text: &str) -> Result<(JobId, C
     } else {
         format!("{text}.0")
     };
-    let job: JobId = full
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("`{text}` is not a job id (C.P)")))?;
-    let ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("job {job} is not in the queue")))?;
-    let owner = string_attr(&ad, "Owner").unwrap_or_default();
-    if owner != caller.identity.user && !caller.has(AuthLevel::Administrator) {
-        return Err(denied(format!(
-            "job {job} belongs to {owner}, not {}",
-            caller.identity.user
-        )));
-    }
-    Ok((job, ad))
+    crate::shared::owned_job(st, caller, &full).await
 }
 
 /// The claim id and startd address of job `job`'s run, once it executes.

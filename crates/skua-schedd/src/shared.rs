@@ -197,3 +197,29 @@ pub(crate) async fn with_queue<T: Send + 'static>(
         .map_err(|_| ApiError::internal("schedd task failed: the queue operation gave no answer"))?
         .map_err(api_error)
 }
+
+/// Job `text` (`C.P`) and its ad, if `caller` owns it or is a queue
+/// administrator: the check of every route that lets a user reach one of
+/// their jobs (`skua evicted_files`, `skua tail`, `skua ssh_to_job`, the
+/// spool routes). An unknown job is `NotFound`, another user's
+/// `PermissionDenied` naming its owner.
+pub(crate) async fn owned_job(
+    st: &Shared,
+    caller: &skua_net::Caller,
+    text: &str,
+) -> Result<(JobId, classad::ClassAd), ApiError> {
+    let job: JobId = text
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("`{text}` is not a job id (C.P)")))?;
+    let ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("job {job} is not in the queue")))?;
+    let owner = crate::sandbox::string_attr(&ad, "Owner").unwrap_or_default();
+    if owner != caller.identity.user && !caller.has(skua_net::AuthLevel::Administrator) {
+        return Err(ApiError::new(
+            skua_proto::ErrorCode::PermissionDenied,
+            format!("job {job} belongs to {owner}, not {}", caller.identity.user),
+        ));
+    }
+    Ok((job, ad))
+}

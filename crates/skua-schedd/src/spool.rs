@@ -140,25 +140,6 @@ pub(crate) fn remove_job_dir(as_user: &AsUser, spool: &Path, id: JobId, ad: &Cla
     }
 }
 
-/// The ad of job `text` if the caller may act on it: its owner, or an
-/// administrator.
-async fn own_job(st: &Shared, caller: &Caller, text: &str) -> Result<(JobId, ClassAd), ApiError> {
-    let job: JobId = text
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("`{text}` is not a job id (C.P)")))?;
-    let ad = with_schedd(st, move |s| Ok(s.job_ad(job)))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("job {job} is not in the queue")))?;
-    let owner = crate::sandbox::string_attr(&ad, "Owner").unwrap_or_default();
-    if owner != caller.identity.user && !caller.has(AuthLevel::Administrator) {
-        return Err(ApiError::new(
-            skua_proto::ErrorCode::PermissionDenied,
-            format!("job {job} belongs to {owner}, not {}", caller.identity.user),
-        ));
-    }
-    Ok((job, ad))
-}
-
 /// A spooled file's name: one plain component (inputs are spooled under
 /// their base names).
 fn input_name(name: &str) -> Result<PathBuf, ApiError> {
@@ -182,7 +163,7 @@ pub(crate) async fn spool_file(
     body: Body,
 ) -> Result<Json<Ack>, ApiError> {
     let meta: SpoolFileMeta = transfer_meta(&headers)?;
-    let (job, ad) = own_job(&st, &caller, &meta.job_id).await?;
+    let (job, ad) = crate::shared::owned_job(&st, &caller, &meta.job_id).await?;
     if !rules::is_spooling(&ad) {
         return Err(ApiError::conflict(format!(
             "job {job} is not waiting for its input files to be spooled"
@@ -245,7 +226,7 @@ pub(crate) async fn spool_commit(
     caller: Caller,
     Json(c): Json<SpoolCommit>,
 ) -> Result<Json<Ack>, ApiError> {
-    let (job, ad) = own_job(&st, &caller, &c.job_id).await?;
+    let (job, ad) = crate::shared::owned_job(&st, &caller, &c.job_id).await?;
     if !rules::is_spooling(&ad) {
         return Err(ApiError::conflict(format!(
             "job {job} is not waiting for its input files to be spooled"
@@ -303,7 +284,7 @@ async fn completed_spooled(
     caller: &Caller,
     text: &str,
 ) -> Result<(JobId, ClassAd, PathBuf, Rights), ApiError> {
-    let (job, ad) = own_job(st, caller, text).await?;
+    let (job, ad) = crate::shared::owned_job(st, caller, text).await?;
     if !rules::is_spooled(&ad) {
         return Err(ApiError::conflict(format!(
             "job {job} was not submitted with -spool"
