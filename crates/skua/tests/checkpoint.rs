@@ -729,10 +729,17 @@ fn a_held_jobs_checkpoint_is_shown_and_copied_out_then_it_completes() {
     check_output(&work, target);
     check_counter(&log, target, &[]);
     let runs = parse_runs(&log);
+    // the run the hold stopped: killed mid-count (term, or before it
+    // logged a step), or stopped between its checkpoint exit and its
+    // restart (the hold came while the checkpoint was being stored)
     let held = runs
         .iter()
         .position(|r| matches!(r.end, End::Term | End::None))
-        .unwrap();
+        .or_else(|| {
+            runs.iter()
+                .position(|r| matches!(r.end, End::Checkpoint) && r.last == want)
+        })
+        .unwrap_or_else(|| panic!("no run stopped by the hold: {runs:?}"));
     assert_eq!(runs[held + 1].start, want, "{runs:?}");
     wait_for("the job's store removed", Duration::from_secs(10), || {
         !store(&pool, &cluster).exists()
