@@ -325,8 +325,11 @@ fn killing_one_node_stops_every_node_and_the_job_runs_again() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cluster = pool.submit_job(
         &work,
+        // every node finishes its second run (with node 0's default policy
+        // the others may be stopped before they write)
         "universe = parallel\nmachine_count = 3\nexecutable = node.sh\n\
-         output = out.$(Node)\nlog = job.log\nrequest_disk = 1024\nqueue\n",
+         output = out.$(Node)\nlog = job.log\nrequest_disk = 1024\n\
+         +ParallelShutdownPolicy = \"WAIT_FOR_ALL\"\nqueue\n",
     );
     let spool = pool.dir.join(format!("spool/parallel/{cluster}"));
     wait_for("every node to run", Duration::from_secs(60), || {
@@ -539,7 +542,8 @@ fn a_job_across_three_hosts_restarts_whole_when_one_host_crashes() {
     let mut text = format!(
         "universe = parallel\nexecutable = node.sh\narguments = {}\noutput = out.$(Node)\n\
          log = job.log\nshould_transfer_files = YES\nwhen_to_transfer_output = ON_EXIT\n\
-         request_disk = 1024\nmachine_count = 1\njob_lease_duration = 6\n",
+         request_disk = 1024\nmachine_count = 1\njob_lease_duration = 6\n\
+         +ParallelShutdownPolicy = \"WAIT_FOR_ALL\"\n",
         runs.display()
     );
     for h in 3..=5 {
